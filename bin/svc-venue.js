@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+import { launch } from "./launch.js"
+await launch("venue")

@@ -1,0 +1,83 @@
+/**
+ * Exact money. Every price, quantity, balance and fee in svcbot is a decimal.js
+ * `Decimal`; a float never touches one. Importing this module configures the
+ * shared Decimal constructor with enough precision for 18-decimal assets
+ * multiplied by large prices (64 significant digits).
+ */
+import { Decimal } from "decimal.js"
+import { isLosslessNumber, type LosslessNumber } from "lossless-json"
+
+Decimal.set({ precision: 64, rounding: Decimal.ROUND_HALF_EVEN, toExpNeg: -64, toExpPos: 64 })
+
+export { Decimal }
+
+/** A JSON number literal or decimal string as the spec writes it: no leading `+`, no leading zeros, no bare `.`. */
+const DECIMAL_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
+
+export class InvalidDecimal extends Error {
+  override readonly name = "InvalidDecimal"
+  constructor(readonly input: string, readonly problem: string) {
+    super(`invalid decimal ${JSON.stringify(input.length > 64 ? `${input.slice(0, 64)}...` : input)}: ${problem}`)
+  }
+}
+
+/** Parses a decimal string such as `"0.00001"` (the spec's string amounts) exactly. */
+export const fromString = (text: string): Decimal => {
+  if (!DECIMAL_TEXT.test(text)) {
+    throw new InvalidDecimal(text, "expected plain decimal digits such as 12.345 (an optional leading -, no spaces, no NaN)")
+  }
+  const value = new Decimal(text)
+  if (!value.isFinite()) throw new InvalidDecimal(text, "the value is out of range")
+  return value
+}
+
+/** Parses a JSON number token kept as text by lossless-json (e.g. the spot wallet's `balance`), digit for digit. */
+export const fromNumberToken = (token: LosslessNumber | string): Decimal =>
+  fromString(isLosslessNumber(token) ? token.value : token)
+
+/**
+ * Reads a plain JS number, only where the spec itself sends JSON numbers that were
+ * already parsed as numbers (integers such as `maxSlippageBps`). The shortest
+ * round-trip text of the double is taken, so `0.1` reads as exactly 0.1.
+ */
+export const fromJsNumber = (n: number): Decimal => {
+  if (!Number.isFinite(n)) throw new InvalidDecimal(String(n), "not a finite number")
+  return new Decimal(String(n))
+}
+
+/** Accepts a Decimal, a decimal string or a lossless number token. */
+export const from = (value: Decimal | string | LosslessNumber): Decimal =>
+  Decimal.isDecimal(value) ? (value as Decimal) : fromNumberToken(value as LosslessNumber | string)
+
+/**
+ * The plain digits of a decimal as a JSON number literal: never an exponent and
+ * never `-0`; NaN and Infinity are refused because JSON cannot carry them.
+ */
+export const toJsonNumber = (value: Decimal): string => {
+  if (!value.isFinite()) throw new InvalidDecimal(value.toString(), "NaN and Infinity cannot be written as JSON numbers")
+  if (value.isZero()) return "0"
+  return value.toFixed()
+}
+
+/** Rounding modes a caller must name when quantizing; there is no default on purpose. */
+export const Rounding = {
+  down: Decimal.ROUND_DOWN,
+  up: Decimal.ROUND_UP,
+  floor: Decimal.ROUND_FLOOR,
+  ceil: Decimal.ROUND_CEIL,
+  halfEven: Decimal.ROUND_HALF_EVEN,
+  halfUp: Decimal.ROUND_HALF_UP
+} as const
+export type Rounding = keyof typeof Rounding
+
+/** Snaps `value` to a multiple of `step` (tick size or step size), rounding as told. */
+export const quantize = (value: Decimal, step: Decimal, rounding: Rounding): Decimal => {
+  if (!step.isFinite() || step.lte(0)) throw new InvalidDecimal(step.toString(), "a tick or step size must be positive")
+  const snapped = value.div(step).toDecimalPlaces(0, Rounding[rounding]).mul(step)
+  return snapped.isZero() ? new Decimal(0) : snapped
+}
+
+/** True when `value` is an exact multiple of `step`. */
+export const isMultipleOf = (value: Decimal, step: Decimal): boolean => value.mod(step).isZero()
+
+export const ZERO = new Decimal(0)

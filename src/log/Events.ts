@@ -1,0 +1,81 @@
+/**
+ * The event catalog: every structured log line svcbot and svc-venue write has an
+ * `event` field naming one of these. Names are stable — dashboards, alerts and
+ * the runbook are built on them. `level` is the level the line is written at.
+ */
+export type EventLevel = "debug" | "info" | "warn" | "error" | "fatal"
+
+interface EventSpec {
+  readonly level: EventLevel
+  readonly meaning: string
+}
+
+const define = <const T extends Record<string, EventSpec>>(catalog: T): T => catalog
+
+export const EventCatalog = define({
+  // process and configuration
+  "app.started": { level: "info", meaning: "a svcbot command started; carries mode and version" },
+  "app.stopping": { level: "info", meaning: "shutdown began (signal or --for elapsed)" },
+  "app.stopped": { level: "info", meaning: "shutdown finished; carries the exit code" },
+  "config.invalid": { level: "error", meaning: "the configuration failed validation; every problem is listed by field" },
+  "config.loaded": { level: "info", meaning: "the configuration was read and validated" },
+  heartbeat: { level: "info", meaning: "once a minute per strategy: position, open orders, PnL, budget use" },
+  "health.listening": { level: "info", meaning: "the /healthz endpoint is serving" },
+
+  // the venue
+  "venue.listening": { level: "info", meaning: "svc-venue is ready; carries its url" },
+  "venue.dev-keys": { level: "info", meaning: "svc-venue started with the built-in development accounts and keys" },
+  "venue.stopped": { level: "info", meaning: "svc-venue stopped" },
+  "venue.fault": { level: "info", meaning: "a fault profile was set on svc-venue" },
+
+  // client, clock, budgets, auth
+  "clock.corrected": { level: "warn", meaning: "the server refused a timestamp; the clock offset was learned from server_time_ms" },
+  "budget.status": { level: "info", meaning: "once a minute: weight and order budgets used and their limits" },
+  "budget.wait": { level: "info", meaning: "a request waits for the next budget window instead of earning a 429" },
+  "rate.limited": { level: "warn", meaning: "the server answered 429 RATE_LIMITED; the bucket is held for Retry-After" },
+  "auth.blocked": { level: "error", meaning: "the server blocked key traffic after repeated failed authentication; all key requests pause for Retry-After" },
+  "auth.invalid": { level: "error", meaning: "API_KEY_INVALID: the key was revoked, expired, or the secret or signature is wrong; key traffic stops until the probe interval" },
+  "auth.not-permitted": { level: "error", meaning: "API_KEY_NOT_PERMITTED: the key lacks the scope named in requiredScope" },
+  "account.blocked": { level: "error", meaning: "ACCOUNT_FROZEN, GEO_RESTRICTED_IP or LEGAL_ACCEPTANCE_REQUIRED: new placements stop until resolved on the website" },
+  "request.retry": { level: "warn", meaning: "a GET or cancel is retried after a 5xx or network error" },
+  "request.failed": { level: "warn", meaning: "a request failed with an error the caller must handle" },
+
+  // orders and fills
+  "order.intent": { level: "info", meaning: "a strategy intent was journaled before it is sent" },
+  "order.submitted": { level: "debug", meaning: "a placement request is being sent" },
+  "order.accepted": { level: "info", meaning: "the server accepted a placement (HTTP 202) and created its clientOrderId" },
+  "order.status": { level: "debug", meaning: "an order's kind changed" },
+  "order.filled": { level: "info", meaning: "an order reached kind fill" },
+  "order.rejected": { level: "warn", meaning: "an order reached kind rejected; carries the code" },
+  "order.refused": { level: "warn", meaning: "the server refused a placement before accepting it; carries the code" },
+  "order.cancelled": { level: "info", meaning: "an order was cancelled" },
+  "order.unknown": { level: "warn", meaning: "a placement's answer was lost (timeout, reset, 5xx); it will be reconciled, never re-sent blindly" },
+  "order.reconciled": { level: "info", meaning: "an unknown placement was resolved: adopted as accepted, or proven not placed" },
+  "order.kind-unknown": { level: "warn", meaning: "the server reported an order kind svcbot does not know; polling goes on" },
+  "reconcile.started": { level: "info", meaning: "reconciliation of journal, open orders and fills began" },
+  "reconcile.completed": { level: "info", meaning: "reconciliation finished; carries counts of adopted, resolved and external orders" },
+  "reconcile.mismatch": { level: "error", meaning: "the ledger and the server disagree in a way reconciliation could not resolve" },
+  "fill.synced": { level: "info", meaning: "fill pages were stored; carries the count of new fills" },
+  "risk.refused": { level: "warn", meaning: "a pre-trade risk check refused an intent; it was not sent" },
+  "risk.kill-switch": { level: "error", meaning: "the daily loss limit was reached; new placements stop for the day" },
+
+  // strategies
+  "strategy.started": { level: "info", meaning: "a strategy instance started" },
+  "strategy.stopped": { level: "info", meaning: "a strategy instance stopped" },
+  "strategy.error": { level: "error", meaning: "a strategy handler threw; that instance is paused, the others go on" },
+  "strategy.demoted": { level: "error", meaning: "a strategy's source or params changed since its live promotion; it will not run live" },
+
+  // backtests and promotion
+  "backtest.completed": { level: "info", meaning: "a backtest finished; carries its metrics" },
+  "promotion.granted": { level: "info", meaning: "a strategy was promoted" },
+  "promotion.refused": { level: "warn", meaning: "a promotion was refused; carries every failed gate" },
+
+  // storage and alerts
+  "db.migrated": { level: "info", meaning: "database migrations were applied" },
+  "alert.sent": { level: "info", meaning: "an alert webhook was delivered" },
+  "alert.failed": { level: "warn", meaning: "an alert webhook could not be delivered after its retries" }
+})
+
+export type EventName = keyof typeof EventCatalog
+export const eventNames = Object.keys(EventCatalog) as ReadonlyArray<EventName>
+export const isEventName = (name: string): name is EventName => Object.hasOwn(EventCatalog, name)

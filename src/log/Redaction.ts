@@ -1,0 +1,57 @@
+/**
+ * Secrets never reach a log line. Each secret value is registered here when it is
+ * loaded (config, venue accounts); the logger scrubs every registered value from
+ * each line before it is written, on top of pino's path-based redaction.
+ */
+const secrets = new Set<string>()
+
+/** Registers a secret so that no log line can carry it. Short values are ignored: they would mask ordinary text. */
+export const registerSecret = (value: string): void => {
+  if (value.length >= 8) secrets.add(value)
+}
+
+export const REDACTED = "[REDACTED]"
+
+export const scrub = (line: string): string => {
+  let out = line
+  for (const secret of secrets) {
+    if (out.includes(secret)) out = out.split(secret).join(REDACTED)
+  }
+  return out
+}
+
+/** Field paths pino censors wherever they appear in a log object. */
+export const redactPaths: ReadonlyArray<string> = [
+  "secret",
+  "apiSecret",
+  "signature",
+  "*.secret",
+  "*.apiSecret",
+  "*.signature",
+  "headers[\"x-svc-signature\"]",
+  "headers[\"X-SVC-SIGNATURE\"]",
+  "headers.authorization",
+  "headers.Authorization",
+  "*.headers[\"x-svc-signature\"]",
+  "*.headers[\"X-SVC-SIGNATURE\"]"
+]
+
+/** API key ids appear in logs only as their first 12 characters. */
+export const maskKeyId = (keyId: string): string => (keyId.length > 12 ? `${keyId.slice(0, 12)}…` : keyId)
+
+const KEY_FIELDS = new Set(["apiKey", "keyId", "x-svc-apikey", "X-SVC-APIKEY"])
+
+/** Masks key ids found in known fields, one level deep and inside `headers`. */
+export const maskKeyFields = (object: Record<string, unknown>): Record<string, unknown> => {
+  let out = object
+  for (const [field, value] of Object.entries(object)) {
+    if (KEY_FIELDS.has(field) && typeof value === "string") {
+      out = out === object ? { ...object } : out
+      out[field] = maskKeyId(value)
+    } else if (field === "headers" && value !== null && typeof value === "object") {
+      out = out === object ? { ...object } : out
+      out[field] = maskKeyFields(value as Record<string, unknown>)
+    }
+  }
+  return out
+}

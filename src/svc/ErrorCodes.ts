@@ -1,0 +1,29 @@
+/** The stable error codes of the SVC API, shared by the client and svc-venue. */
+export const ErrorCode = {
+  apiKeyMalformed: "API_KEY_MALFORMED",
+  apiKeyTimestampInvalid: "API_KEY_TIMESTAMP_INVALID",
+  apiKeyReplayed: "API_KEY_REPLAYED",
+  apiKeyInvalid: "API_KEY_INVALID",
+  apiKeyNotPermitted: "API_KEY_NOT_PERMITTED",
+  accountFrozen: "ACCOUNT_FROZEN",
+  geoRestrictedIp: "GEO_RESTRICTED_IP",
+  legalAcceptanceRequired: "LEGAL_ACCEPTANCE_REQUIRED",
+  rateLimited: "RATE_LIMITED",
+  /** Not shown by the spec: the code svc-venue puts on a failed-auth 429 (clients treat any 429 without a bucket as this). */
+  authBlocked: "AUTH_BLOCKED"
+} as const
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
+
+/** Scopes held by each permission. Trade always includes Read. */
+export const Scope = {
+  spotRead: "spot.read",
+  walletRead: "wallet.read",
+  accountRead: "account.read",
+  spotTrade: "spot.trade"
+} as const
+export type Scope = (typeof Scope)[keyof typeof Scope]
+
+export const PermissionScopes: Readonly<Record<"read" | "trade", ReadonlyArray<Scope>>> = {
+  read: [Scope.spotRead, Scope.walletRead, Scope.accountRead],
+  trade: [Scope.spotTrade, Scope.spotRead, Scope.walletRead, Scope.accountRead]
+}
