@@ -1,0 +1,111 @@
+/**
+ * Positions and PnL from fills, in exact decimals, by average cost. Spot only:
+ * a position below zero means the strategy sold base it held before its first
+ * recorded buy; its cost basis restarts when the position crosses zero.
+ */
+import { Decimal, ZERO } from "../domain/Decimal.js"
+import type { PairRules } from "./Risk.js"
+
+export interface PortfolioFill {
+  readonly symbol: string
+  readonly side: string
+  readonly price: Decimal
+  readonly baseQty: Decimal
+  readonly fee: Decimal
+  readonly feeAsset: string
+  readonly time: number
+}
+
+export interface Position {
+  readonly symbol: string
+  /** Net base quantity bought minus sold (after base-asset fees). */
+  readonly baseQty: Decimal
+  /** Average cost per unit of the open position, in the quote asset. */
+  readonly avgCost: Decimal
+  readonly realizedPnl: Decimal
+  /** Fees converted to the quote asset at the fill price. */
+  readonly feesQuote: Decimal
+  readonly fills: number
+}
+
+export interface PortfolioSnapshot {
+  readonly positions: ReadonlyArray<Position & { readonly lastPrice: Decimal | null; readonly unrealizedPnl: Decimal }>
+  readonly realizedPnl: Decimal
+  readonly unrealizedPnl: Decimal
+  readonly feesQuote: Decimal
+  /** realized + unrealized - fees. */
+  readonly netPnl: Decimal
+  /** Fees by the asset they were charged in. */
+  readonly fees: Readonly<Record<string, string>>
+}
+
+export const emptyPosition = (symbol: string): Position => ({
+  symbol,
+  baseQty: ZERO,
+  avgCost: ZERO,
+  realizedPnl: ZERO,
+  feesQuote: ZERO,
+  fills: 0
+})
+
+/** Moves a position by `qty` (signed) at `price`, realizing PnL on the part that reduces it. */
+const trade = (p: Position, qty: Decimal, price: Decimal): Pick<Position, "baseQty" | "avgCost" | "realizedPnl"> => {
+  const next = p.baseQty.plus(qty)
+  if (p.baseQty.isZero() || p.baseQty.isNeg() === qty.isNeg()) {
+    // Adding to the position (or opening it): the cost averages in.
+    const cost = p.avgCost.mul(p.baseQty.abs()).plus(price.mul(qty.abs()))
+    return { baseQty: next, avgCost: next.isZero() ? ZERO : cost.div(next.abs()), realizedPnl: p.realizedPnl }
+  }
+  const closed = Decimal.min(qty.abs(), p.baseQty.abs())
+  const direction = p.baseQty.isNeg() ? -1 : 1
+  const realized = price.minus(p.avgCost).mul(closed).mul(direction)
+  const crossed = next.isZero() ? false : next.isNeg() !== p.baseQty.isNeg()
+  return {
+    baseQty: next,
+    avgCost: next.isZero() ? ZERO : crossed ? price : p.avgCost,
+    realizedPnl: p.realizedPnl.plus(realized)
+  }
+}
+
+export const applyFill = (p: Position, fill: PortfolioFill, pair: Pick<PairRules, "base" | "quote"> | undefined): Position => {
+  const signed = fill.side === "buy" ? fill.baseQty : fill.baseQty.neg()
+  const feeInBase = pair !== undefined && fill.feeAsset === pair.base
+  const feeInQuote = pair === undefined || fill.feeAsset === pair.quote
+  // A fee charged in the base asset leaves the position smaller than the traded quantity.
+  const moved = trade(p, feeInBase ? signed.minus(fill.fee) : signed, fill.price)
+  const feeQuote = feeInBase ? fill.fee.mul(fill.price) : feeInQuote ? fill.fee : ZERO
+  return { ...p, ...moved, feesQuote: p.feesQuote.plus(feeQuote), fills: p.fills + 1 }
+}
+
+/** Folds fills (any order; they are sorted by time) into per-symbol positions and totals. */
+export const portfolio = (
+  fills: ReadonlyArray<PortfolioFill>,
+  pairs: ReadonlyMap<string, Pick<PairRules, "base" | "quote">>,
+  lastPrices: ReadonlyMap<string, Decimal>
+): PortfolioSnapshot => {
+  const bySymbol = new Map<string, Position>()
+  const fees: Record<string, Decimal> = {}
+  for (const fill of [...fills].sort((a, b) => a.time - b.time)) {
+    bySymbol.set(fill.symbol, applyFill(bySymbol.get(fill.symbol) ?? emptyPosition(fill.symbol), fill, pairs.get(fill.symbol)))
+    fees[fill.feeAsset] = (fees[fill.feeAsset] ?? ZERO).plus(fill.fee)
+  }
+  let realizedPnl = ZERO
+  let unrealizedPnl = ZERO
+  let feesQuote = ZERO
+  const positions = [...bySymbol.values()].map((p) => {
+    const lastPrice = lastPrices.get(p.symbol) ?? null
+    const unrealized = lastPrice === null ? ZERO : lastPrice.minus(p.avgCost).mul(p.baseQty)
+    realizedPnl = realizedPnl.plus(p.realizedPnl)
+    unrealizedPnl = unrealizedPnl.plus(unrealized)
+    feesQuote = feesQuote.plus(p.feesQuote)
+    return { ...p, lastPrice, unrealizedPnl: unrealized }
+  })
+  return {
+    positions,
+    realizedPnl,
+    unrealizedPnl,
+    feesQuote,
+    netPnl: realizedPnl.plus(unrealizedPnl).minus(feesQuote),
+    fees: Object.fromEntries(Object.entries(fees).map(([asset, amount]) => [asset, amount.toFixed()]))
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * The fills ledger and its sync state. A page of fills and the cursor progress
+ * it implies are written in one transaction, so a crash between pages resumes
+ * exactly where it stopped; a fill id is stored once however often it is seen.
+ */
+import { Effect } from "effect"
+import { Decimal } from "../domain/Decimal.js"
+import { Database } from "./Database.js"
+
+/** A fill as stored: exact amounts plus the row exactly as the service sent it. */
+export interface LedgerFill {
+  readonly fillId: string
+  readonly clientOrderId: string | null
+  readonly symbol: string
+  readonly side: string
+  readonly liquidity: string
+  readonly price: Decimal
+  readonly baseQty: Decimal
+  readonly quoteQty: Decimal
+  readonly fee: Decimal
+  readonly feeAsset: string
+  readonly time: number
+  readonly raw: string
+}
+
+export interface SyncState {
+  readonly highWaterFillId: string | null
+  readonly highWaterTime: number | null
+  /** The `before` cursor an interrupted pass resumes from; null when no pass is in progress. */
+  readonly backfillCursor: string | null
+  readonly backfillDone: boolean
+  readonly passTopFillId: string | null
+  readonly passTopTime: number | null
+}
+
+/** What a stored page moves the sync state to. */
+export type PageProgress =
+  /** More pages follow; resume from `cursor`. `top` is set on the first page of a pass. */
+  | { readonly _tag: "Continue"; readonly cursor: string; readonly top?: { readonly fillId: string; readonly time: number } }
+  /** The pass met the high-water mark or the oldest page: the pass's top becomes the new mark. */
+  | { readonly _tag: "Complete"; readonly top?: { readonly fillId: string; readonly time: number } }
+
+const STREAM = "fills"
+
+interface RawFill {
+  fill_id: string
+  client_order_id: string | null
+  symbol: string
+  side: string
+  liquidity: string
+  price: string
+  base_qty: string
+  quote_qty: string
+  fee: string
+  fee_asset: string
+  time: number
+  raw: string
+}
+
+const toFill = (raw: RawFill): LedgerFill => ({
+  fillId: raw.fill_id,
+  clientOrderId: raw.client_order_id,
+  symbol: raw.symbol,
+  side: raw.side,
+  liquidity: raw.liquidity,
+  price: new Decimal(raw.price),
+  baseQty: new Decimal(raw.base_qty),
+  quoteQty: new Decimal(raw.quote_qty),
+  fee: new Decimal(raw.fee),
+  feeAsset: raw.fee_asset,
+  time: raw.time,
+  raw: raw.raw
+})
+
+const EMPTY_STATE: SyncState = {
+  highWaterFillId: null,
+  highWaterTime: null,
+  backfillCursor: null,
+  backfillDone: false,
+  passTopFillId: null,
+  passTopTime: null
+}
+
+export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger", {
+  effect: Effect.gen(function* () {
+    const { sqlite } = yield* Database
+    const q = {
+      insert: sqlite.prepare(`INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty,
+        fee, fee_asset, time, raw, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fill_id) DO NOTHING`),
+      state: sqlite.prepare("SELECT * FROM sync_state WHERE stream = ?"),
+      upsertState: sqlite.prepare(`INSERT INTO sync_state (stream, high_water_fill_id, high_water_time, backfill_cursor,
+        backfill_done, pass_top_fill_id, pass_top_time, updated_at)
+        VALUES (@stream, @hwId, @hwTime, @cursor, @done, @topId, @topTime, @now)
+        ON CONFLICT (stream) DO UPDATE SET high_water_fill_id = @hwId, high_water_time = @hwTime, backfill_cursor = @cursor,
+        backfill_done = @done, pass_top_fill_id = @topId, pass_top_time = @topTime, updated_at = @now`),
+      all: sqlite.prepare("SELECT * FROM fills ORDER BY time DESC, fill_id DESC"),
+      byOrder: sqlite.prepare("SELECT * FROM fills WHERE client_order_id = ? ORDER BY time, fill_id"),
+      forStrategy: sqlite.prepare(
+        `SELECT f.* FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id
+         WHERE o.strategy_id = ? ORDER BY f.time, f.fill_id`
+      ),
+      has: sqlite.prepare("SELECT 1 FROM fills WHERE fill_id = ?"),
+      count: sqlite.prepare("SELECT COUNT(*) AS n FROM fills")
+    }
+
+    const readState = (): SyncState => {
+      const raw = q.state.get(STREAM) as
+        | {
+            high_water_fill_id: string | null
+            high_water_time: number | null
+            backfill_cursor: string | null
+            backfill_done: number
+            pass_top_fill_id: string | null
+            pass_top_time: number | null
+          }
+        | undefined
+      if (raw === undefined) return EMPTY_STATE
+      return {
+        highWaterFillId: raw.high_water_fill_id,
+        highWaterTime: raw.high_water_time,
+        backfillCursor: raw.backfill_cursor,
+        backfillDone: raw.backfill_done === 1,
+        passTopFillId: raw.pass_top_fill_id,
+        passTopTime: raw.pass_top_time
+      }
+    }
+
+    return {
+      syncState: Effect.sync(readState),
+
+      /** Stores one page and the progress it implies in one transaction; returns the fills that were new. */
+      storePage: (fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): Effect.Effect<ReadonlyArray<LedgerFill>> =>
+        Effect.sync(() =>
+          sqlite.transaction(() => {
+            const fresh: Array<LedgerFill> = []
+            for (const f of fills) {
+              const result = q.insert.run(
+                f.fillId,
+                f.clientOrderId,
+                f.symbol,
+                f.side,
+                f.liquidity,
+                f.price.toFixed(),
+                f.baseQty.toFixed(),
+                f.quoteQty.toFixed(),
+                f.fee.toFixed(),
+                f.feeAsset,
+                f.time,
+                f.raw,
+                now
+              )
+              if (result.changes > 0) fresh.push(f)
+            }
+            const state = readState()
+            const top = progress.top ?? (state.passTopFillId === null ? undefined : { fillId: state.passTopFillId, time: state.passTopTime ?? 0 })
+            if (progress._tag === "Continue") {
+              q.upsertState.run({
+                stream: STREAM,
+                hwId: state.highWaterFillId,
+                hwTime: state.highWaterTime,
+                cursor: progress.cursor,
+                done: state.backfillDone ? 1 : 0,
+                topId: top?.fillId ?? null,
+                topTime: top?.time ?? null,
+                now
+              })
+            } else {
+              q.upsertState.run({
+                stream: STREAM,
+                hwId: top?.fillId ?? state.highWaterFillId,
+                hwTime: top?.time ?? state.highWaterTime,
+                cursor: null,
+                done: 1,
+                topId: null,
+                topTime: null,
+                now
+              })
+            }
+            return fresh
+          })()
+        ),
+
+      all: Effect.sync(() => (q.all.all() as Array<RawFill>).map(toFill)),
+      forOrder: (clientOrderId: string) => Effect.sync(() => (q.byOrder.all(clientOrderId) as Array<RawFill>).map(toFill)),
+      forStrategy: (strategyId: string) => Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawFill>).map(toFill)),
+      has: (fillId: string) => Effect.sync(() => q.has.get(fillId) !== undefined),
+      count: Effect.sync(() => (q.count.get() as { n: number }).n)
+    }
+  })
+}) {}

@@ -1,0 +1,701 @@
+/**
+ * Matching and settlement: the whole trading logic of svc-venue as one synchronous,
+ * deterministic module. No I/O, no Effect, no wall clock — time comes in as `nowMs`
+ * — so the backtester runs exactly the same rules in-process.
+ *
+ * Rules (docs/venue.md, "Matching rules"):
+ * - `place` validates and accepts an order (kind `pending`); it settles once
+ *   `settleDelayMs` has passed, at the next `settleDue`.
+ * - Settlement locks funds (limit and stop-limit) or checks them (market); a pair
+ *   that is halted rejects with SPOT_HALTED, missing funds with SPOT_INSUFFICIENT_FUNDS.
+ * - A market order walks the synthetic book and fills completely within
+ *   `maxSlippageBps` of the tape price, or is rejected whole with SPOT_SLIPPAGE_EXCEEDED.
+ * - A limit order takes the book levels its price reaches (taker), the rest rests and
+ *   fills as maker at its limit price when the tape crosses it: fully when the tape
+ *   passes the price, half the remainder when the tape only touches it.
+ * - A stop-limit order stays pending until the tape reaches `stopPrice`, then acts as
+ *   a limit order.
+ * - Fees: the received asset pays the maker or taker rate (a buy pays in base, a sell
+ *   in quote).
+ */
+import { Decimal, isMultipleOf, quantize, ZERO } from "../domain/Decimal.js"
+import { RejectCode, type Liquidity, type OrderKind, type OrderType, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
+import { bookAround, type BookLevel, type BookShape } from "./Book.js"
+
+export type PairStatus = "trading" | "halted"
+
+export interface PairSpec extends BookShape {
+  readonly symbol: string
+  readonly base: string
+  readonly quote: string
+  readonly minBaseQty: Decimal
+  readonly minNotional: Decimal
+  readonly status: PairStatus
+}
+
+export interface Fees {
+  readonly maker: Decimal
+  readonly taker: Decimal
+}
+
+export interface EngineOptions {
+  readonly pairs: ReadonlyArray<PairSpec>
+  readonly fees: Fees
+  /** Time between acceptance and settlement. */
+  readonly settleDelayMs: number
+  /** Starting tape price per symbol. */
+  readonly prices?: Readonly<Record<string, Decimal>>
+}
+
+export type PlaceRequest =
+  | { readonly type: "limit"; readonly symbol: string; readonly side: Side; readonly baseQty: Decimal; readonly limitPrice: Decimal }
+  | {
+      readonly type: "stop-limit"
+      readonly symbol: string
+      readonly side: Side
+      readonly baseQty: Decimal
+      readonly limitPrice: Decimal
+      readonly stopPrice: Decimal
+    }
+  | { readonly type: "market"; readonly symbol: string; readonly side: "buy"; readonly quoteOrderQty: Decimal; readonly maxSlippageBps: number }
+  | { readonly type: "market"; readonly symbol: string; readonly side: "sell"; readonly baseQty: Decimal; readonly maxSlippageBps: number }
+
+/** A request the engine refuses outright (nothing is accepted); status is the HTTP status svc-venue answers with. */
+export interface Refusal {
+  readonly ok: false
+  readonly status: 400 | 404 | 409
+  readonly code: string
+  readonly msg: string
+  readonly field?: string
+  readonly reason?: string
+}
+
+export type PlaceResult = { readonly ok: true; readonly clientOrderId: string } | Refusal
+export type CancelResult = { readonly ok: true; readonly clientOrderId: string; readonly kind: OrderKind } | Refusal
+
+export interface BalanceRow {
+  readonly asset: string
+  readonly free: Decimal
+  readonly locked: Decimal
+}
+
+export interface OrderView {
+  readonly clientOrderId: string
+  readonly kind: OrderKind
+  readonly code: string | null
+  readonly symbol: string
+  readonly side: Side
+  readonly type: OrderType
+  readonly baseQty: Decimal | null
+  readonly quoteOrderQty: Decimal | null
+  readonly limitPrice: Decimal | null
+  readonly stopPrice: Decimal | null
+  readonly maxSlippageBps: number | null
+  readonly filledBaseQty: Decimal
+  readonly filledQuoteQty: Decimal
+  /** Volume-weighted fill price; null until something filled. */
+  readonly avgPrice: Decimal | null
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+export interface Fill {
+  /** Position in the venue-wide fill sequence; pages of fills are cut on it. */
+  readonly seq: number
+  readonly fillId: string
+  readonly clientOrderId: string
+  readonly symbol: string
+  readonly side: Side
+  readonly liquidity: Liquidity
+  readonly price: Decimal
+  readonly baseQty: Decimal
+  readonly quoteQty: Decimal
+  readonly fee: Decimal
+  readonly feeAsset: string
+  readonly time: number
+}
+
+export interface Candle {
+  readonly openTimeMs: number
+  readonly open: Decimal
+  readonly high: Decimal
+  readonly low: Decimal
+  readonly close: Decimal
+  readonly volume: Decimal
+}
+
+interface Order {
+  readonly clientOrderId: string
+  readonly uid: number
+  readonly pair: PairSpec
+  readonly side: Side
+  readonly type: OrderType
+  readonly baseQty: Decimal | null
+  readonly quoteOrderQty: Decimal | null
+  readonly limitPrice: Decimal | null
+  readonly stopPrice: Decimal | null
+  readonly maxSlippageBps: number | null
+  readonly createdAt: number
+  readonly settleAt: number
+  kind: OrderKind
+  code: string | null
+  settled: boolean
+  filledBaseQty: Decimal
+  filledQuoteQty: Decimal
+  /** What is still held for this order, in quote (buy) or base (sell). */
+  locked: Decimal
+  updatedAt: number
+}
+
+interface Wallet {
+  free: Decimal
+  locked: Decimal
+}
+
+interface Account {
+  readonly wallets: Map<string, Wallet>
+  readonly orders: Array<Order>
+  readonly fills: Array<Fill>
+}
+
+const refuse = (status: Refusal["status"], code: string, msg: string, field?: string, reason?: string): Refusal => ({
+  ok: false,
+  status,
+  code,
+  msg,
+  ...(field === undefined ? {} : { field }),
+  ...(reason === undefined ? {} : { reason })
+})
+
+const BPS = new Decimal(10000)
+const TWO = new Decimal(2)
+
+/** Error codes of placement and cancel refusals (HTTP 400/404/409). */
+export const RefusalCode = {
+  invalidParameter: "INVALID_PARAMETER",
+  unknownSymbol: "UNKNOWN_SYMBOL",
+  orderNotFound: "ORDER_NOT_FOUND",
+  orderNotOpen: "ORDER_NOT_OPEN"
+} as const
+
+export class MatchingEngine {
+  private readonly pairsBySymbol = new Map<string, PairSpec>()
+  private readonly accounts = new Map<number, Account>()
+  private readonly orders = new Map<string, Order>()
+  /** Accepted, not yet settled; in acceptance order. */
+  private unsettled: Array<Order> = []
+  /** Per symbol: settled limit orders on the book, and stops waiting for their trigger, in time priority. */
+  private readonly resting = new Map<string, Array<Order>>()
+  private readonly stops = new Map<string, Array<Order>>()
+  private readonly prices = new Map<string, Decimal>()
+  private readonly halted = new Set<string>()
+  private orderSeq = 0
+  private fillSeq = 0
+  fees: Fees
+  settleDelayMs: number
+
+  constructor(options: EngineOptions) {
+    for (const pair of options.pairs) this.addPair(pair)
+    for (const [symbol, price] of Object.entries(options.prices ?? {})) this.prices.set(symbol, price)
+    this.fees = options.fees
+    this.settleDelayMs = options.settleDelayMs
+  }
+
+  // ---- pairs and prices -------------------------------------------------------
+
+  addPair(pair: PairSpec): void {
+    this.pairsBySymbol.set(pair.symbol, pair)
+    if (pair.status === "halted") this.halted.add(pair.symbol)
+    if (!this.resting.has(pair.symbol)) this.resting.set(pair.symbol, [])
+    if (!this.stops.has(pair.symbol)) this.stops.set(pair.symbol, [])
+  }
+
+  pair(symbol: string): PairSpec | undefined {
+    return this.pairsBySymbol.get(symbol)
+  }
+
+  pairs(): ReadonlyArray<PairSpec> {
+    return [...this.pairsBySymbol.values()]
+  }
+
+  setPairStatus(symbol: string, status: PairStatus): boolean {
+    const pair = this.pairsBySymbol.get(symbol)
+    if (pair === undefined) return false
+    this.pairsBySymbol.set(symbol, { ...pair, status })
+    if (status === "halted") this.halted.add(symbol)
+    else this.halted.delete(symbol)
+    return true
+  }
+
+  price(symbol: string): Decimal | undefined {
+    return this.prices.get(symbol)
+  }
+
+  // ---- balances ---------------------------------------------------------------
+
+  private account(uid: number): Account {
+    let account = this.accounts.get(uid)
+    if (account === undefined) {
+      account = { wallets: new Map(), orders: [], fills: [] }
+      this.accounts.set(uid, account)
+    }
+    return account
+  }
+
+  private wallet(uid: number, asset: string): Wallet {
+    const wallets = this.account(uid).wallets
+    let wallet = wallets.get(asset)
+    if (wallet === undefined) {
+      wallet = { free: ZERO, locked: ZERO }
+      wallets.set(asset, wallet)
+    }
+    return wallet
+  }
+
+  hasAccount(uid: number): boolean {
+    return this.accounts.has(uid)
+  }
+
+  openAccount(uid: number): void {
+    this.account(uid)
+  }
+
+  /** Sets the free part of an asset (the website's deposit or adjustment); locked funds stay held. */
+  setBalance(uid: number, asset: string, free: Decimal): void {
+    this.wallet(uid, asset).free = free
+  }
+
+  balances(uid: number): ReadonlyArray<BalanceRow> {
+    const rows: Array<BalanceRow> = []
+    for (const [asset, wallet] of this.account(uid).wallets) rows.push({ asset, free: wallet.free, locked: wallet.locked })
+    return rows
+  }
+
+  // ---- orders -----------------------------------------------------------------
+
+  place(uid: number, request: PlaceRequest, nowMs: number): PlaceResult {
+    const pair = this.pairsBySymbol.get(request.symbol)
+    if (pair === undefined) return refuse(400, RefusalCode.unknownSymbol, `unknown symbol ${request.symbol}`, "symbol", "unknown-symbol")
+    const problem = this.validate(pair, request)
+    if (problem !== undefined) return problem
+    this.orderSeq += 1
+    const clientOrderId = `co_${String(this.orderSeq).padStart(10, "0")}`
+    const order: Order = {
+      clientOrderId,
+      uid,
+      pair,
+      side: request.side,
+      type: request.type,
+      baseQty: "baseQty" in request ? request.baseQty : null,
+      quoteOrderQty: "quoteOrderQty" in request ? request.quoteOrderQty : null,
+      limitPrice: request.type === "market" ? null : request.limitPrice,
+      stopPrice: request.type === "stop-limit" ? request.stopPrice : null,
+      maxSlippageBps: request.type === "market" ? request.maxSlippageBps : null,
+      createdAt: nowMs,
+      settleAt: nowMs + this.settleDelayMs,
+      kind: "pending",
+      code: null,
+      settled: false,
+      filledBaseQty: ZERO,
+      filledQuoteQty: ZERO,
+      locked: ZERO,
+      updatedAt: nowMs
+    }
+    this.orders.set(clientOrderId, order)
+    this.account(uid).orders.push(order)
+    this.unsettled.push(order)
+    return { ok: true, clientOrderId }
+  }
+
+  private validate(pair: PairSpec, request: PlaceRequest): Refusal | undefined {
+    const positive = (field: string, value: Decimal, step: Decimal, stepName: string): Refusal | undefined => {
+      if (!value.isFinite() || value.lte(0)) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
+      if (!isMultipleOf(value, step)) {
+        return refuse(400, RefusalCode.invalidParameter, `${field} must be a multiple of the ${stepName} ${step.toFixed()}`, field, stepName === "tick size" ? "tick-size" : "step-size")
+      }
+      return undefined
+    }
+    const notional = (value: Decimal): Refusal | undefined =>
+      value.lt(pair.minNotional)
+        ? refuse(400, RefusalCode.invalidParameter, `order value ${value.toFixed()} is below the minimum notional ${pair.minNotional.toFixed()}`, "baseQty", "below-min-notional")
+        : undefined
+    const base = (value: Decimal): Refusal | undefined =>
+      positive("baseQty", value, pair.stepSize, "step size") ??
+      (value.lt(pair.minBaseQty)
+        ? refuse(400, RefusalCode.invalidParameter, `baseQty is below the minimum ${pair.minBaseQty.toFixed()}`, "baseQty", "below-min-base-qty")
+        : undefined)
+    switch (request.type) {
+      case "limit":
+        return base(request.baseQty) ?? positive("limitPrice", request.limitPrice, pair.tickSize, "tick size") ?? notional(request.baseQty.mul(request.limitPrice))
+      case "stop-limit":
+        return (
+          base(request.baseQty) ??
+          positive("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
+          positive("stopPrice", request.stopPrice, pair.tickSize, "tick size") ??
+          notional(request.baseQty.mul(request.limitPrice))
+        )
+      case "market": {
+        const bps = request.maxSlippageBps
+        if (!Number.isInteger(bps) || bps < MAX_SLIPPAGE_BPS.min || bps > MAX_SLIPPAGE_BPS.max) {
+          return refuse(400, RefusalCode.invalidParameter, `maxSlippageBps must be an integer from ${MAX_SLIPPAGE_BPS.min} to ${MAX_SLIPPAGE_BPS.max}`, "maxSlippageBps", "out-of-range")
+        }
+        if (request.side === "buy") {
+          const quoteQty = request.quoteOrderQty
+          if (!quoteQty.isFinite() || quoteQty.lte(0)) {
+            return refuse(400, RefusalCode.invalidParameter, "quoteOrderQty must be greater than 0", "quoteOrderQty", "not-positive")
+          }
+          return quoteQty.lt(pair.minNotional)
+            ? refuse(400, RefusalCode.invalidParameter, `quoteOrderQty is below the minimum notional ${pair.minNotional.toFixed()}`, "quoteOrderQty", "below-min-notional")
+            : undefined
+        }
+        const price = this.prices.get(pair.symbol)
+        return base(request.baseQty) ?? (price === undefined ? undefined : notional(request.baseQty.mul(price)))
+      }
+    }
+  }
+
+  cancel(uid: number, clientOrderId: string, nowMs: number): CancelResult {
+    const order = this.orders.get(clientOrderId)
+    if (order === undefined || order.uid !== uid) {
+      return refuse(404, RefusalCode.orderNotFound, "no order with this clientOrderId", "clientOrderId", "not-found")
+    }
+    // Cancelling twice answers like the first time: a client may retry a cancel whose answer it lost.
+    if (order.kind === "cancelled") return { ok: true, clientOrderId, kind: order.kind }
+    if (order.kind === "fill" || order.kind === "rejected") {
+      return refuse(409, RefusalCode.orderNotOpen, `the order is already ${order.kind === "fill" ? "filled" : "rejected"}`, "clientOrderId", order.kind)
+    }
+    this.release(order)
+    order.kind = "cancelled"
+    order.updatedAt = nowMs
+    this.unsettled = this.unsettled.filter((o) => o !== order)
+    removeFrom(this.resting.get(order.pair.symbol), order)
+    removeFrom(this.stops.get(order.pair.symbol), order)
+    return { ok: true, clientOrderId, kind: order.kind }
+  }
+
+  /** Settles every accepted order whose settlement time has come; returns how many settled. */
+  settleDue(nowMs: number): number {
+    if (this.unsettled.length === 0) return 0
+    const due: Array<Order> = []
+    const waiting: Array<Order> = []
+    for (const order of this.unsettled) (order.settleAt <= nowMs ? due : waiting).push(order)
+    if (due.length === 0) return 0
+    this.unsettled = waiting
+    for (const order of due) this.settle(order, nowMs)
+    return due.length
+  }
+
+  /** When the next accepted order will settle, if any is waiting. */
+  nextSettlementAt(): number | undefined {
+    let next: number | undefined
+    for (const order of this.unsettled) if (next === undefined || order.settleAt < next) next = order.settleAt
+    return next
+  }
+
+  private settle(order: Order, nowMs: number): void {
+    order.settled = true
+    order.updatedAt = nowMs
+    if (this.halted.has(order.pair.symbol)) return this.reject(order, RejectCode.halted)
+    if (order.type === "market") return this.settleMarket(order, nowMs)
+    if (!this.lock(order)) return this.reject(order, RejectCode.insufficientFunds)
+    if (order.type === "stop-limit") {
+      this.stops.get(order.pair.symbol)?.push(order)
+      const price = this.prices.get(order.pair.symbol)
+      if (price !== undefined && stopReached(order, price)) this.trigger(order, nowMs)
+      return
+    }
+    this.arrive(order, nowMs)
+  }
+
+  private reject(order: Order, code: string): void {
+    order.kind = "rejected"
+    order.code = code
+  }
+
+  private lock(order: Order): boolean {
+    const amount = order.side === "buy" ? order.baseQty!.mul(order.limitPrice!) : order.baseQty!
+    const wallet = this.wallet(order.uid, order.side === "buy" ? order.pair.quote : order.pair.base)
+    if (wallet.free.lt(amount)) return false
+    wallet.free = wallet.free.sub(amount)
+    wallet.locked = wallet.locked.add(amount)
+    order.locked = amount
+    return true
+  }
+
+  private release(order: Order): void {
+    if (order.locked.isZero()) return
+    const wallet = this.wallet(order.uid, order.side === "buy" ? order.pair.quote : order.pair.base)
+    wallet.locked = wallet.locked.sub(order.locked)
+    wallet.free = wallet.free.add(order.locked)
+    order.locked = ZERO
+  }
+
+  /** A limit order (or a triggered stop) reaching the book: take what its price reaches, rest the remainder. */
+  private arrive(order: Order, nowMs: number): void {
+    const price = this.prices.get(order.pair.symbol)
+    if (price !== undefined) {
+      const levels = this.book(order.pair, price, order.side)
+      for (const level of levels) {
+        const remaining = order.baseQty!.sub(order.filledBaseQty)
+        if (remaining.isZero()) break
+        if (order.side === "buy" ? level.price.gt(order.limitPrice!) : level.price.lt(order.limitPrice!)) break
+        this.fill(order, Decimal.min(remaining, level.baseQty), level.price, "taker", nowMs)
+      }
+    }
+    if (order.kind !== "fill") {
+      order.kind = "resting"
+      this.resting.get(order.pair.symbol)?.push(order)
+    }
+  }
+
+  private trigger(order: Order, nowMs: number): void {
+    removeFrom(this.stops.get(order.pair.symbol), order)
+    this.arrive(order, nowMs)
+  }
+
+  private book(pair: PairSpec, price: Decimal, side: Side): ReadonlyArray<BookLevel> {
+    const book = bookAround(pair, price)
+    return side === "buy" ? book.asks : book.bids
+  }
+
+  private settleMarket(order: Order, nowMs: number): void {
+    const pair = order.pair
+    const price = this.prices.get(pair.symbol)
+    if (order.side === "buy") {
+      const quote = this.wallet(order.uid, pair.quote)
+      if (quote.free.lt(order.quoteOrderQty!)) return this.reject(order, RejectCode.insufficientFunds)
+    } else {
+      const base = this.wallet(order.uid, pair.base)
+      if (base.free.lt(order.baseQty!)) return this.reject(order, RejectCode.insufficientFunds)
+    }
+    if (price === undefined) return this.reject(order, RejectCode.slippageExceeded)
+    const plan = planMarket(pair, order, price, this.book(pair, price, order.side))
+    if (plan === undefined) return this.reject(order, RejectCode.slippageExceeded)
+    for (const step of plan) this.fill(order, step.baseQty, step.price, "taker", nowMs)
+    order.kind = "fill"
+  }
+
+  /** Books one fill: moves funds (from the order's lock when it has one), charges the fee, records the fill. */
+  private fill(order: Order, baseQty: Decimal, price: Decimal, liquidity: Liquidity, nowMs: number): void {
+    const pair = order.pair
+    const rate = liquidity === "maker" ? this.fees.maker : this.fees.taker
+    const quoteQty = baseQty.mul(price)
+    const base = this.wallet(order.uid, pair.base)
+    const quote = this.wallet(order.uid, pair.quote)
+    let fee: Decimal
+    let feeAsset: string
+    if (order.side === "buy") {
+      fee = baseQty.mul(rate)
+      feeAsset = pair.base
+      if (order.limitPrice === null) {
+        quote.free = quote.free.sub(quoteQty)
+      } else {
+        // The lock was taken at the limit price; a better price gives the difference back.
+        const held = baseQty.mul(order.limitPrice)
+        quote.locked = quote.locked.sub(held)
+        quote.free = quote.free.add(held.sub(quoteQty))
+        order.locked = order.locked.sub(held)
+      }
+      base.free = base.free.add(baseQty.sub(fee))
+    } else {
+      fee = quoteQty.mul(rate)
+      feeAsset = pair.quote
+      if (order.limitPrice === null) {
+        base.free = base.free.sub(baseQty)
+      } else {
+        base.locked = base.locked.sub(baseQty)
+        order.locked = order.locked.sub(baseQty)
+      }
+      quote.free = quote.free.add(quoteQty.sub(fee))
+    }
+    order.filledBaseQty = order.filledBaseQty.add(baseQty)
+    order.filledQuoteQty = order.filledQuoteQty.add(quoteQty)
+    order.updatedAt = nowMs
+    if (order.baseQty !== null && order.filledBaseQty.eq(order.baseQty)) {
+      order.kind = "fill"
+      // Anything still held (rounding cannot leave any, but a lock must never leak) goes back.
+      this.release(order)
+    }
+    this.fillSeq += 1
+    const record: Fill = {
+      seq: this.fillSeq,
+      fillId: `fl_${String(this.fillSeq).padStart(10, "0")}`,
+      clientOrderId: order.clientOrderId,
+      symbol: pair.symbol,
+      side: order.side,
+      liquidity,
+      price,
+      baseQty,
+      quoteQty,
+      fee,
+      feeAsset,
+      time: nowMs
+    }
+    this.account(order.uid).fills.push(record)
+  }
+
+  // ---- the tape ---------------------------------------------------------------
+
+  /**
+   * A new tape price: resting orders the price crosses fill as maker, then stops the
+   * price reaches trigger. Orders that came to rest during this call wait for the next price.
+   */
+  onPrice(symbol: string, price: Decimal, nowMs: number): void {
+    const pair = this.pairsBySymbol.get(symbol)
+    if (pair === undefined) return
+    this.prices.set(symbol, price)
+    if (this.halted.has(symbol)) return
+    const resting = this.resting.get(symbol) ?? []
+    if (resting.length > 0) {
+      for (const order of [...resting]) this.makerFill(order, price, nowMs)
+      this.resting.set(symbol, resting.filter((o) => o.kind === "resting"))
+    }
+    const stops = this.stops.get(symbol) ?? []
+    for (const order of stops.filter((o) => stopReached(o, price))) this.trigger(order, nowMs)
+  }
+
+  private makerFill(order: Order, price: Decimal, nowMs: number): void {
+    const limit = order.limitPrice!
+    const crossed = order.side === "buy" ? price.lt(limit) : price.gt(limit)
+    const touched = price.eq(limit)
+    if (!crossed && !touched) return
+    const remaining = order.baseQty!.sub(order.filledBaseQty)
+    let qty = remaining
+    if (touched) {
+      const half = quantize(remaining.div(TWO), order.pair.stepSize, "down")
+      if (!half.isZero()) qty = half
+    }
+    this.fill(order, qty, limit, "maker", nowMs)
+  }
+
+  /** Feeds a candle as its price path: open, then the nearer extreme, the other extreme, close. */
+  onCandle(symbol: string, candle: Candle, nowMs: number): void {
+    for (const price of candlePath(candle)) this.onPrice(symbol, price, nowMs)
+  }
+
+  // ---- reads ------------------------------------------------------------------
+
+  order(uid: number, clientOrderId: string): OrderView | undefined {
+    const order = this.orders.get(clientOrderId)
+    return order === undefined || order.uid !== uid ? undefined : view(order)
+  }
+
+  /** Orders not yet terminal: accepted but unsettled, stops waiting, and resting orders. */
+  openOrders(uid: number, symbol?: string): ReadonlyArray<OrderView> {
+    const rows: Array<OrderView> = []
+    for (const order of this.account(uid).orders) {
+      if ((order.kind === "pending" || order.kind === "resting") && (symbol === undefined || order.pair.symbol === symbol)) {
+        rows.push(view(order))
+      }
+    }
+    return rows
+  }
+
+  /** One page of fills, newest first, older than the fill `beforeSeq` when given. */
+  fills(uid: number, page: { readonly symbol?: string; readonly limit: number; readonly beforeSeq?: number }): {
+    readonly fills: ReadonlyArray<Fill>
+    readonly hasOlder: boolean
+  } {
+    const all = this.account(uid).fills
+    const out: Array<Fill> = []
+    let i = all.length - 1
+    if (page.beforeSeq !== undefined) {
+      while (i >= 0 && all[i]!.seq >= page.beforeSeq) i--
+    }
+    for (; i >= 0 && out.length < page.limit; i--) {
+      const fill = all[i]!
+      if (page.symbol === undefined || fill.symbol === page.symbol) out.push(fill)
+    }
+    let hasOlder = false
+    for (; i >= 0; i--) {
+      if (page.symbol === undefined || all[i]!.symbol === page.symbol) {
+        hasOlder = true
+        break
+      }
+    }
+    return { fills: out, hasOlder }
+  }
+
+  /** Every order of an account, oldest first (for tests that count orders). */
+  allOrders(uid: number): ReadonlyArray<OrderView> {
+    return this.account(uid).orders.map(view)
+  }
+
+  /** Every fill of an account, oldest first. */
+  allFills(uid: number): ReadonlyArray<Fill> {
+    return [...this.account(uid).fills]
+  }
+}
+
+const removeFrom = (list: Array<Order> | undefined, order: Order): void => {
+  if (list === undefined) return
+  const at = list.indexOf(order)
+  if (at !== -1) list.splice(at, 1)
+}
+
+const stopReached = (order: Order, price: Decimal): boolean =>
+  order.side === "buy" ? price.gte(order.stopPrice!) : price.lte(order.stopPrice!)
+
+/** The candle's price path: bullish candles dip first, bearish ones spike first. */
+export const candlePath = (candle: Candle): ReadonlyArray<Decimal> =>
+  candle.close.gte(candle.open)
+    ? [candle.open, candle.low, candle.high, candle.close]
+    : [candle.open, candle.high, candle.low, candle.close]
+
+interface PlannedFill {
+  readonly price: Decimal
+  readonly baseQty: Decimal
+}
+
+/**
+ * The fills of a market order against the book, or undefined when it cannot fill
+ * completely within its slippage bound (the order is then rejected as a whole).
+ */
+const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: ReadonlyArray<BookLevel>): ReadonlyArray<PlannedFill> | undefined => {
+  const slip = reference.mul(order.maxSlippageBps!).div(BPS)
+  const plan: Array<PlannedFill> = []
+  if (order.side === "buy") {
+    const bound = reference.add(slip)
+    let quoteLeft = order.quoteOrderQty!
+    for (const level of levels) {
+      const affordable = quantize(quoteLeft.div(level.price), pair.stepSize, "down")
+      // The rest of the quote cannot buy one more step: the order is complete.
+      if (affordable.isZero()) return plan.length === 0 ? undefined : plan
+      if (level.price.gt(bound)) return undefined
+      const qty = Decimal.min(affordable, level.baseQty)
+      plan.push({ price: level.price, baseQty: qty })
+      quoteLeft = quoteLeft.sub(qty.mul(level.price))
+      if (qty.eq(affordable)) return plan
+    }
+    return undefined
+  }
+  const bound = reference.sub(slip)
+  let baseLeft = order.baseQty!
+  for (const level of levels) {
+    if (baseLeft.isZero()) break
+    if (level.price.lt(bound)) return undefined
+    const qty = Decimal.min(baseLeft, level.baseQty)
+    plan.push({ price: level.price, baseQty: qty })
+    baseLeft = baseLeft.sub(qty)
+  }
+  return baseLeft.isZero() ? plan : undefined
+}
+
+const view = (order: Order): OrderView => ({
+  clientOrderId: order.clientOrderId,
+  kind: order.kind,
+  code: order.code,
+  symbol: order.pair.symbol,
+  side: order.side,
+  type: order.type,
+  baseQty: order.baseQty,
+  quoteOrderQty: order.quoteOrderQty,
+  limitPrice: order.limitPrice,
+  stopPrice: order.stopPrice,
+  maxSlippageBps: order.maxSlippageBps,
+  filledBaseQty: order.filledBaseQty,
+  filledQuoteQty: order.filledQuoteQty,
+  avgPrice: order.filledBaseQty.isZero() ? null : order.filledQuoteQty.div(order.filledBaseQty),
+  createdAt: order.createdAt,
+  updatedAt: order.updatedAt
+})

@@ -1,0 +1,274 @@
+/**
+ * The price tape: where svc-venue's prices come from. Three sources:
+ * - synthetic: a seeded random walk, deterministic per seed (same seed, same prices);
+ * - replay of an OHLCV CSV (`open_time_ms,open,high,low,close,volume`), one candle per step;
+ * - manual: the price moves only when told (admin route, tests).
+ * Prices are whole numbers of ticks, so every price is an exact Decimal; the
+ * randomness only decides how many ticks a step moves.
+ */
+import { Decimal, fromString, quantize } from "../domain/Decimal.js"
+import { bookAround, type Book, type BookShape } from "./Book.js"
+import { candlePath, type Candle } from "./Matching.js"
+
+export type { Candle }
+
+export const MINUTE_MS = 60_000
+
+/** mulberry32: a small, fast, seedable PRNG; good enough for a price walk, not for secrets. */
+export const seededRandom = (seed: number): (() => number) => {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export interface WalkOptions {
+  readonly seed: number
+  readonly startPrice: Decimal
+  readonly tickSize: Decimal
+  readonly stepSize: Decimal
+  /** Standard deviation of one step, in basis points of the price. */
+  readonly volatilityBps?: number
+}
+
+/** A seeded random walk on whole ticks. `next()` returns the next price. */
+export class PriceWalk {
+  private readonly random: () => number
+  private ticks: number
+  private readonly tickSize: Decimal
+  private readonly stepSize: Decimal
+  private readonly volatility: number
+
+  constructor(options: WalkOptions) {
+    this.random = seededRandom(options.seed)
+    this.tickSize = options.tickSize
+    this.stepSize = options.stepSize
+    this.ticks = Math.max(1, quantize(options.startPrice, options.tickSize, "halfEven").div(options.tickSize).toNumber())
+    this.volatility = (options.volatilityBps ?? 5) / 10_000
+  }
+
+  get price(): Decimal {
+    return this.tickSize.mul(this.ticks)
+  }
+
+  next(): Decimal {
+    // Box-Muller: one normal draw per step.
+    const u = 1 - this.random()
+    const v = this.random()
+    const normal = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v)
+    this.ticks = Math.max(1, this.ticks + Math.round(normal * this.volatility * this.ticks))
+    return this.price
+  }
+
+  /** Traded base volume of one step: a whole number of steps, seeded like the price. */
+  nextVolume(): Decimal {
+    return this.stepSize.mul(1 + Math.floor(this.random() * 1000))
+  }
+}
+
+/** Price steps that make up one synthetic candle. */
+export const STEPS_PER_CANDLE = 12
+
+/**
+ * N one-minute candles of the seeded walk, oldest first. Pure: the same options give
+ * the same candles (the backtester's `--synthetic SEED:CANDLES`).
+ */
+export const syntheticCandles = (
+  count: number,
+  options: WalkOptions & { readonly startMs?: number; readonly intervalMs?: number }
+): ReadonlyArray<Candle> => {
+  const walk = new PriceWalk(options)
+  const intervalMs = options.intervalMs ?? MINUTE_MS
+  const startMs = options.startMs ?? 0
+  const candles: Array<Candle> = []
+  for (let i = 0; i < count; i++) candles.push(walkCandle(walk, startMs + i * intervalMs))
+  return candles
+}
+
+const walkCandle = (walk: PriceWalk, openTimeMs: number): Candle => {
+  const open = walk.price
+  let high = open
+  let low = open
+  let close = open
+  let volume = new Decimal(0)
+  for (let s = 0; s < STEPS_PER_CANDLE; s++) {
+    close = walk.next()
+    if (close.gt(high)) high = close
+    if (close.lt(low)) low = close
+    volume = volume.add(walk.nextVolume())
+  }
+  return { openTimeMs, open, high, low, close, volume }
+}
+
+export class InvalidCsv extends Error {
+  override readonly name = "InvalidCsv"
+}
+
+/** Parses `open_time_ms,open,high,low,close,volume` lines (a header line is allowed), oldest first. */
+export const parseOhlcvCsv = (text: string): ReadonlyArray<Candle> => {
+  const candles: Array<Candle> = []
+  const lines = text.split(/\r?\n/)
+  lines.forEach((raw, index) => {
+    const line = raw.trim()
+    if (line === "" || (index === 0 && /^[a-z_]/i.test(line))) return
+    const cells = line.split(",").map((c) => c.trim())
+    if (cells.length !== 6) throw new InvalidCsv(`line ${index + 1}: expected 6 columns open_time_ms,open,high,low,close,volume, found ${cells.length}`)
+    const [time, open, high, low, close, volume] = cells as [string, string, string, string, string, string]
+    if (!/^\d+$/.test(time)) throw new InvalidCsv(`line ${index + 1}: open_time_ms must be an integer count of milliseconds`)
+    try {
+      const candle = { openTimeMs: Number(time), open: fromString(open), high: fromString(high), low: fromString(low), close: fromString(close), volume: fromString(volume) }
+      if (candle.high.lt(Decimal.max(candle.open, candle.close)) || candle.low.gt(Decimal.min(candle.open, candle.close))) {
+        throw new InvalidCsv(`line ${index + 1}: high and low must enclose open and close`)
+      }
+      candles.push(candle)
+    } catch (cause) {
+      if (cause instanceof InvalidCsv) throw cause
+      throw new InvalidCsv(`line ${index + 1}: ${cause instanceof Error ? cause.message : String(cause)}`)
+    }
+  })
+  return candles
+}
+
+/** Collects prices into fixed one-minute candles on the tape's clock. */
+export class CandleRecorder {
+  private readonly closed: Array<Candle> = []
+  private current: { openTimeMs: number; open: Decimal; high: Decimal; low: Decimal; close: Decimal; volume: Decimal } | undefined
+
+  constructor(private readonly maxCandles = 10_000) {}
+
+  record(price: Decimal, volume: Decimal, nowMs: number): void {
+    const openTimeMs = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS
+    const current = this.current
+    if (current !== undefined && current.openTimeMs === openTimeMs) {
+      if (price.gt(current.high)) current.high = price
+      if (price.lt(current.low)) current.low = price
+      current.close = price
+      current.volume = current.volume.add(volume)
+      return
+    }
+    if (current !== undefined && openTimeMs > current.openTimeMs) this.push({ ...current })
+    if (current === undefined || openTimeMs > current.openTimeMs) {
+      this.current = { openTimeMs, open: price, high: price, low: price, close: price, volume }
+    }
+  }
+
+  /** Appends a finished candle (history or replay). */
+  push(candle: Candle): void {
+    const last = this.closed[this.closed.length - 1]
+    if (last !== undefined && candle.openTimeMs <= last.openTimeMs) return
+    this.closed.push(candle)
+    if (this.closed.length > this.maxCandles) this.closed.splice(0, this.closed.length - this.maxCandles)
+  }
+
+  /** Candles of `intervalMs` (a multiple of one minute), oldest first, the last `limit` that open before `beforeMs`. */
+  candles(intervalMs: number, limit: number, beforeMs?: number): ReadonlyArray<Candle> {
+    const minutes = this.current === undefined ? this.closed : [...this.closed, { ...this.current }]
+    const merged: Array<Candle> = []
+    for (const c of minutes) {
+      const openTimeMs = Math.floor(c.openTimeMs / intervalMs) * intervalMs
+      const last = merged[merged.length - 1]
+      if (last !== undefined && last.openTimeMs === openTimeMs) {
+        merged[merged.length - 1] = {
+          openTimeMs,
+          open: last.open,
+          high: Decimal.max(last.high, c.high),
+          low: Decimal.min(last.low, c.low),
+          close: c.close,
+          volume: last.volume.add(c.volume)
+        }
+      } else {
+        merged.push({ ...c, openTimeMs })
+      }
+    }
+    const eligible = beforeMs === undefined ? merged : merged.filter((c) => c.openTimeMs < beforeMs)
+    return eligible.slice(Math.max(0, eligible.length - limit))
+  }
+}
+
+export type TapeSource =
+  | { readonly kind: "synthetic"; readonly seed: number; readonly volatilityBps?: number }
+  | { readonly kind: "csv"; readonly candles: ReadonlyArray<Candle> }
+  | { readonly kind: "manual" }
+
+/** Minutes of synthetic history a tape starts with, so indicators have data at once. */
+export const HISTORY_CANDLES = 240
+
+/** Spreads a symbol over the seed so that pairs sharing a seed still walk apart. */
+const symbolSeed = (seed: number, symbol: string): number => {
+  let h = seed >>> 0
+  for (let i = 0; i < symbol.length; i++) h = Math.imul(h ^ symbol.charCodeAt(i), 0x01000193) >>> 0
+  return h
+}
+
+/** The tape of one pair: its current price, its candles and its synthetic book. */
+export class Tape {
+  readonly recorder = new CandleRecorder()
+  private walk: PriceWalk | undefined
+  private replayAt = 0
+  private current: Decimal
+
+  constructor(
+    readonly symbol: string,
+    private readonly shape: BookShape,
+    startPrice: Decimal,
+    private readonly source: TapeSource,
+    startMs: number
+  ) {
+    this.current = startPrice
+    if (source.kind === "synthetic") {
+      const walkOptions = { seed: symbolSeed(source.seed, symbol), startPrice, tickSize: shape.tickSize, stepSize: shape.stepSize, ...(source.volatilityBps === undefined ? {} : { volatilityBps: source.volatilityBps }) }
+      const historyStart = Math.floor(startMs / MINUTE_MS) * MINUTE_MS - HISTORY_CANDLES * MINUTE_MS
+      const walk = new PriceWalk(walkOptions)
+      for (let i = 0; i < HISTORY_CANDLES; i++) this.recorder.push(walkCandle(walk, historyStart + i * MINUTE_MS))
+      this.walk = walk
+      this.current = walk.price
+    } else if (source.kind === "csv") {
+      const first = source.candles[0]
+      if (first !== undefined) this.current = first.open
+    }
+  }
+
+  get price(): Decimal {
+    return this.current
+  }
+
+  get kind(): TapeSource["kind"] {
+    return this.source.kind
+  }
+
+  /**
+   * One step of the tape: the prices it passes through (one for the walk, a candle's
+   * path for a replay, none for a manual tape or a finished replay).
+   */
+  step(nowMs: number): ReadonlyArray<Decimal> {
+    if (this.walk !== undefined) {
+      const price = this.walk.next()
+      this.current = price
+      this.recorder.record(price, this.walk.nextVolume(), nowMs)
+      return [price]
+    }
+    if (this.source.kind === "csv") {
+      const candle = this.source.candles[this.replayAt]
+      if (candle === undefined) return []
+      this.replayAt += 1
+      this.recorder.push(candle)
+      this.current = candle.close
+      return candlePath(candle)
+    }
+    return []
+  }
+
+  /** Moves the price to `price` (admin route); recorded like a traded price with no volume. */
+  set(price: Decimal, nowMs: number): void {
+    this.current = price
+    this.recorder.record(price, new Decimal(0), nowMs)
+  }
+
+  depth(levels: number): Book {
+    return bookAround(this.shape, this.current, levels)
+  }
+}

@@ -1,0 +1,109 @@
+import fc from "fast-check"
+import { LosslessNumber } from "lossless-json"
+import { describe, expect, it } from "vitest"
+import { Decimal, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toJsonNumber } from "../../src/domain/Decimal.js"
+import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
+
+/** Random decimals with up to 30 significant digits and up to 18 places. */
+const decimalText = fc
+  .tuple(fc.boolean(), fc.stringMatching(/^[1-9][0-9]{0,11}$/), fc.stringMatching(/^[0-9]{0,18}$/), fc.boolean())
+  .map(([negative, whole, fraction, zeroWhole]) => {
+    const w = zeroWhole ? "0" : whole
+    const digits = `${w}${fraction}`.replace(/^0+/, "")
+    const trimmed = digits.length > 30 ? fraction.slice(0, Math.max(0, 30 - w.length)) : fraction
+    return `${negative ? "-" : ""}${w}${trimmed === "" ? "" : `.${trimmed}`}`
+  })
+
+describe("Decimal", () => {
+  it("reads strings exactly, including 0.1000000000000000055511151231257827", () => {
+    const text = "0.1000000000000000055511151231257827"
+    expect(toJsonNumber(fromString(text))).toBe(text)
+    expect(toJsonNumber(fromString("123456789012345678.123456789"))).toBe("123456789012345678.123456789")
+  })
+
+  it("refuses what is not a plain decimal, naming the problem", () => {
+    for (const bad of ["", " 1", "1 ", "+1", "01", ".5", "5.", "NaN", "Infinity", "1,5", "0x10", "1e"]) {
+      expect(() => fromString(bad)).toThrow(InvalidDecimal)
+    }
+    expect(() => fromString("abc")).toThrow(/plain decimal digits/)
+  })
+
+  it("toJsonNumber never writes an exponent or -0 and refuses NaN/Infinity", () => {
+    expect(toJsonNumber(new Decimal("1e-20"))).toBe("0.00000000000000000001")
+    expect(toJsonNumber(new Decimal("1.5e30"))).toBe("1500000000000000000000000000000")
+    expect(toJsonNumber(new Decimal("-0"))).toBe("0")
+    expect(toJsonNumber(new Decimal("-0.000"))).toBe("0")
+    expect(() => toJsonNumber(new Decimal(NaN))).toThrow(InvalidDecimal)
+    expect(() => toJsonNumber(new Decimal(Infinity))).toThrow(InvalidDecimal)
+  })
+
+  it("reads lossless number tokens and plain JS numbers", () => {
+    expect(fromNumberToken(new LosslessNumber("100000.000000000000000001")).toFixed()).toBe("100000.000000000000000001")
+    expect(fromJsNumber(0.1).toFixed()).toBe("0.1")
+    expect(fromJsNumber(250).toFixed()).toBe("250")
+    expect(() => fromJsNumber(Number.NaN)).toThrow(InvalidDecimal)
+  })
+
+  it("quantizes to tick and step sizes with an explicit rounding mode", () => {
+    const tick = fromString("0.01")
+    expect(quantize(fromString("60000.017"), tick, "down").toFixed()).toBe("60000.01")
+    expect(quantize(fromString("60000.011"), tick, "up").toFixed()).toBe("60000.02")
+    expect(quantize(fromString("60000.015"), tick, "halfEven").toFixed()).toBe("60000.02")
+    expect(quantize(fromString("60000.025"), tick, "halfEven").toFixed()).toBe("60000.02")
+    expect(quantize(fromString("-1.005"), tick, "floor").toFixed()).toBe("-1.01")
+    expect(quantize(fromString("7.3"), fromString("0.5"), "down").toFixed()).toBe("7")
+    expect(toJsonNumber(quantize(fromString("-0.001"), tick, "down"))).toBe("0")
+    expect(() => quantize(fromString("1"), fromString("0"), "down")).toThrow(/positive/)
+  })
+
+  it("property: quantized values are multiples of the step and within one step", () => {
+    fc.assert(
+      fc.property(decimalText, fc.constantFrom("0.01", "0.00001", "0.5", "1", "0.000000000000000001"), fc.constantFrom("down", "up", "halfEven", "floor", "ceil") , (text, stepText, mode) => {
+        const value = fromString(text)
+        const step = fromString(stepText)
+        const q = quantize(value, step, mode as "down")
+        expect(isMultipleOf(q, step)).toBe(true)
+        expect(q.minus(value).abs().lt(step)).toBe(true)
+      })
+    )
+  })
+})
+
+describe("Json", () => {
+  it("parse keeps every number token exact", () => {
+    const parsed = parse('{"balance": 0.1000000000000000055511151231257827, "big": 123456789012345678.123456789, "n": [1, -0.0, 2e-7]}') as Record<string, unknown>
+    expect(isLosslessNumber(parsed.balance)).toBe(true)
+    expect((parsed.balance as LosslessNumber).value).toBe("0.1000000000000000055511151231257827")
+    expect((parsed.big as LosslessNumber).value).toBe("123456789012345678.123456789")
+    expect((parsed.n as Array<LosslessNumber>).map((n) => n.value)).toEqual(["1", "-0.0", "2e-7"])
+  })
+
+  it("stringify writes Decimals as number literals digit for digit", () => {
+    const body = stringify({ symbol: "BTCUSDT", baseQty: fromString("0.00001"), limitPrice: fromString("60000.10"), maxSlippageBps: 50 })
+    expect(body).toBe('{"symbol":"BTCUSDT","baseQty":0.00001,"limitPrice":60000.1,"maxSlippageBps":50}')
+    expect(stringify({ q: new Decimal("1e-20"), z: new Decimal("-0") })).toBe('{"q":0.00000000000000000001,"z":0}')
+    expect(() => stringify({ x: Number.NaN })).toThrow()
+    expect(() => stringify({ x: new Decimal(Infinity) })).toThrow()
+  })
+
+  it("property: parse(stringify(x)) is exact and never carries an exponent", () => {
+    fc.assert(
+      fc.property(decimalText, (text) => {
+        const value = fromString(text)
+        const json = stringify({ amount: value })
+        expect(json).not.toMatch(/[eE]/)
+        const back = fromNumberToken((parse(json) as { amount: LosslessNumber }).amount)
+        expect(back.eq(value)).toBe(true)
+        expect(toJsonNumber(back)).toBe(toJsonNumber(value))
+      }),
+      { numRuns: 1000 }
+    )
+  })
+
+  it("0.1000000000000000055511151231257827 survives a round trip", () => {
+    const text = "0.1000000000000000055511151231257827"
+    const json = stringify({ balance: fromString(text) })
+    expect(json).toBe(`{"balance":${text}}`)
+    expect(fromNumberToken((parse(json) as { balance: LosslessNumber }).balance).toFixed()).toBe(text)
+  })
+})

@@ -1,0 +1,55 @@
+import { Writable } from "node:stream"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { EventCatalog } from "../../src/log/Events.js"
+import * as Log from "../../src/log/Logger.js"
+import { registerSecret } from "../../src/log/Redaction.js"
+
+const capture = () => {
+  const lines: Array<string> = []
+  const destination = new Writable({ write: (chunk, _encoding, done) => { lines.push(...String(chunk).split("\n").filter((l) => l !== "")); done() } })
+  return { lines, layer: Log.layer({ destination, pretty: false, level: "debug" }) }
+}
+
+describe("logger", () => {
+  it("writes one JSON line per event with its catalog level and fields", async () => {
+    const { lines, layer } = capture()
+    await Effect.runPromise(
+      Effect.all([Log.logEvent("order.accepted", { clientOrderId: "c1", symbol: "BTCUSDT" }), Log.logEvent("auth.invalid", { status: 401 })]).pipe(Effect.provide(layer))
+    )
+    const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(parsed).toHaveLength(2)
+    expect(parsed[0]).toMatchObject({ event: "order.accepted", level: EventCatalog["order.accepted"].level, clientOrderId: "c1", symbol: "BTCUSDT" })
+    expect(parsed[1]).toMatchObject({ event: "auth.invalid", level: "error", status: 401 })
+    expect(typeof parsed[0]!.time).toBe("string")
+  })
+
+  it("censors secrets and signatures and shows key ids as 12 characters", async () => {
+    const secret = "svs_live_" + "x".repeat(49)
+    registerSecret(secret)
+    const key = "svk_live_" + "K".repeat(22)
+    const { lines, layer } = capture()
+    await Effect.runPromise(
+      Log.logEvent("request.failed", {
+        apiKey: key,
+        headers: { "X-SVC-APIKEY": key, "X-SVC-SIGNATURE": "ab".repeat(32) },
+        detail: `sent with ${secret}`,
+        signature: "cd".repeat(32)
+      }).pipe(Effect.provide(layer))
+    )
+    const output = lines.join("\n")
+    expect(output).not.toContain(secret)
+    expect(output).not.toContain(key)
+    expect(output).not.toContain("ab".repeat(32))
+    expect(output).not.toContain("cd".repeat(32))
+    expect(output).toContain(key.slice(0, 12))
+  })
+
+  it("every catalog event has a level and a meaning", () => {
+    for (const [name, spec] of Object.entries(EventCatalog)) {
+      expect(name).toMatch(/^[a-z]+(\.[a-z-]+)?$/)
+      expect(["debug", "info", "warn", "error", "fatal"]).toContain(spec.level)
+      expect(spec.meaning.length).toBeGreaterThan(10)
+    }
+  })
+})

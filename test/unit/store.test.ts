@@ -1,0 +1,157 @@
+import BetterSqlite3 from "better-sqlite3"
+import { Effect, Either, Layer } from "effect"
+import { mkdtempSync, readdirSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { Decimal } from "../../src/domain/Decimal.js"
+import { InvalidTransition } from "../../src/domain/OrderState.js"
+import { Database } from "../../src/store/Database.js"
+import { FillLedger, type LedgerFill } from "../../src/store/FillLedger.js"
+import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, MigrationFailed } from "../../src/store/Migrations.js"
+import { OrderJournal } from "../../src/store/OrderJournal.js"
+
+const dirs: Array<string> = []
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "svcbot-store-"))
+  dirs.push(dir)
+  return dir
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+const storeLayer = (path: string, migrationsDir?: string) =>
+  Layer.mergeAll(OrderJournal.Default, FillLedger.Default).pipe(
+    Layer.provideMerge(Database.Default(migrationsDir === undefined ? { path } : { path, migrationsDir }))
+  )
+
+const run = <A, E>(path: string, effect: Effect.Effect<A, E, OrderJournal | FillLedger | Database>) =>
+  Effect.runPromise(Effect.scoped(Effect.provide(effect, storeLayer(path))))
+
+const fill = (n: number, clientOrderId: string | null = null): LedgerFill => ({
+  fillId: `f${n}`,
+  clientOrderId,
+  symbol: "BTCUSDT",
+  side: "buy",
+  liquidity: "taker",
+  price: new Decimal("65000.10"),
+  baseQty: new Decimal("0.00100000"),
+  quoteQty: new Decimal("65.0001"),
+  fee: new Decimal("0.000001"),
+  feeAsset: "BTC",
+  time: 1_700_000_000_000 + n,
+  raw: `{"fillId":"f${n}"}`
+})
+
+describe("database and migrations", () => {
+  it("applies every migration once, in WAL mode, and records it", async () => {
+    const path = join(tempDir(), "db", "svcbot.sqlite")
+    await run(path, Effect.void)
+    await run(path, Effect.void)
+    const db = new BetterSqlite3(path, { readonly: true })
+    const versions = db.prepare("SELECT version FROM schema_migrations ORDER BY version").all() as Array<{ version: number }>
+    const files = readdirSync(DEFAULT_MIGRATIONS_DIR).filter((f) => /^\d{4}_.*\.sql$/.test(f))
+    expect(versions.map((v) => v.version)).toEqual(files.map((f) => Number(f.slice(0, 4))).sort((a, b) => a - b))
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal")
+    db.close()
+  })
+
+  it("refuses a database written by a newer version, with a message that says what to do", async () => {
+    const path = join(tempDir(), "svcbot.sqlite")
+    await run(path, Effect.void)
+    const db = new BetterSqlite3(path)
+    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)").run()
+    db.close()
+    const exit = await Effect.runPromiseExit(Effect.scoped(Effect.provide(Effect.void, Database.Default({ path }))))
+    expect(exit._tag).toBe("Failure")
+    const error = exit._tag === "Failure" && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    expect(error).toBeInstanceOf(DatabaseFromNewerVersion)
+    expect((error as DatabaseFromNewerVersion).message).toContain("newer than this svcbot knows")
+  })
+
+  it("rolls back a failing migration and applies nothing of it", async () => {
+    const dir = tempDir()
+    const migrations = join(dir, "migrations")
+    mkdirSync(migrations)
+    copyFileSync(join(DEFAULT_MIGRATIONS_DIR, "0001_ledger.sql"), join(migrations, "0001_ledger.sql"))
+    writeFileSync(join(migrations, "0002_broken.sql"), "CREATE TABLE half (x INTEGER);\nTHIS IS NOT SQL;")
+    const path = join(dir, "svcbot.sqlite")
+    const exit = await Effect.runPromiseExit(Effect.scoped(Effect.provide(Effect.void, Database.Default({ path, migrationsDir: migrations }))))
+    const error = exit._tag === "Failure" && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+    expect(error).toBeInstanceOf(MigrationFailed)
+    const db = new BetterSqlite3(path, { readonly: true })
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'half'").all()).toEqual([])
+    expect(db.prepare("SELECT version FROM schema_migrations").all()).toEqual([{ version: 1 }])
+    db.close()
+  })
+})
+
+describe("order journal", () => {
+  it("journals intents with deterministic ids and walks an order to its terminal state", async () => {
+    const path = join(tempDir(), "svcbot.sqlite")
+    const result = await run(
+      path,
+      Effect.gen(function* () {
+        const journal = yield* OrderJournal
+        const order = yield* journal.journalPlacement({
+          strategyId: "grid",
+          tag: "buy-1",
+          body: { type: "limit", baseQty: new Decimal("0.001") },
+          placement: {
+            symbol: "BTCUSDT",
+            side: "buy",
+            type: "limit",
+            baseQty: new Decimal("0.001"),
+            limitPrice: new Decimal("65000.1"),
+            lockAsset: "USDT",
+            lockAmount: new Decimal("65.0001")
+          },
+          now: 1
+        })
+        const second = yield* journal.journalIntent({ strategyId: "grid", tag: "buy-2", type: "limit", body: {}, refusal: "price-collar", now: 2 })
+        yield* journal.transition(order.orderId, "send", { sentAt: 3 }, 3)
+        yield* journal.transition(order.orderId, "accept", { clientOrderId: "c-1", acceptedAt: 4 }, 4)
+        yield* journal.transition(order.orderId, "resting", { kind: "resting", filledBaseQty: new Decimal("0.0004") }, 5)
+        yield* journal.transition(order.orderId, "resting", { kind: "resting", filledBaseQty: new Decimal("0.0007") }, 6)
+        const filled = yield* journal.transition(order.orderId, "fill", { kind: "fill", filledBaseQty: new Decimal("0.001") }, 7)
+        const invalid = yield* Effect.either(journal.transition(order.orderId, "cancelled", { kind: "cancelled" }, 8))
+        const events = yield* journal.events(order.orderId)
+        return { order, second, filled, invalid, events, byCoid: yield* journal.byClientOrderId("c-1") }
+      })
+    )
+    expect(result.order.intentId).toBe("grid:000001")
+    expect(result.second).toBe("grid:000002")
+    expect(result.filled).toMatchObject({ state: "fill", kindsSeen: ["resting", "fill"], terminalAt: 7, clientOrderId: "c-1" })
+    expect(result.filled.filledBaseQty.toFixed()).toBe("0.001")
+    expect(result.filled.limitPrice?.toFixed()).toBe("65000.1")
+    expect(Either.isLeft(result.invalid) && result.invalid.left).toBeInstanceOf(InvalidTransition)
+    expect(result.events.map((e) => e.to_state)).toEqual(["intent", "submitting", "accepted", "resting", "resting", "fill"])
+    expect(result.byCoid?.orderId).toBe(result.order.orderId)
+  })
+})
+
+describe("fill ledger", () => {
+  it("stores exact decimal text, ignores a fill id seen twice, and keeps sync progress with the page", async () => {
+    const path = join(tempDir(), "svcbot.sqlite")
+    const result = await run(
+      path,
+      Effect.gen(function* () {
+        const ledger = yield* FillLedger
+        const first = yield* ledger.storePage([fill(3), fill(2)], { _tag: "Continue", cursor: "cur-2", top: { fillId: "f3", time: 3 } }, 10)
+        const mid = yield* ledger.syncState
+        const again = yield* ledger.storePage([fill(2), fill(1)], { _tag: "Complete" }, 11)
+        return { first, mid, again, end: yield* ledger.syncState, all: yield* ledger.all }
+      })
+    )
+    expect(result.first.map((f) => f.fillId)).toEqual(["f3", "f2"])
+    expect(result.mid).toMatchObject({ backfillCursor: "cur-2", passTopFillId: "f3", highWaterFillId: null, backfillDone: false })
+    expect(result.again.map((f) => f.fillId)).toEqual(["f1"])
+    expect(result.end).toMatchObject({ backfillCursor: null, highWaterFillId: "f3", highWaterTime: 3, backfillDone: true })
+    expect(result.all.map((f) => f.fillId)).toEqual(["f3", "f2", "f1"])
+    expect(result.all[0]!.price.toFixed()).toBe("65000.1")
+    const db = new BetterSqlite3(path, { readonly: true })
+    expect(db.prepare("SELECT base_qty, raw FROM fills WHERE fill_id = 'f1'").get()).toEqual({ base_qty: "0.001", raw: '{"fillId":"f1"}' })
+    db.close()
+  })
+})
