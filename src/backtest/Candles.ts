@@ -11,16 +11,9 @@
  */
 import { Data, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
+import type { Candle } from "../venue/Matching.js"
 
-/** One candle. Prices and volume are exact decimals; the open time is epoch milliseconds. */
-export interface Candle {
-  readonly openTimeMs: number
-  readonly open: Decimal
-  readonly high: Decimal
-  readonly low: Decimal
-  readonly close: Decimal
-  readonly volume: Decimal
-}
+export type { Candle }
 
 export interface CandleProblem {
   /** 1-based line number in the file. */

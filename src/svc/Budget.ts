@@ -1,0 +1,454 @@
+/**
+ * The budget governor: admits key requests so that svcbot waits for the next
+ * window instead of earning a 429.
+ *
+ * The budget headers of every answer are the truth. Between answers the governor
+ * estimates: the used count known for the current window plus the weight of every
+ * request in flight (conservative: a request the server already counted is counted
+ * twice until its answer arrives). Per-endpoint weights are learned from the
+ * headers: the server reports a running total after charging each request, so the
+ * gap between a request's total and the next lower total seen in the same window is
+ * an upper bound of its weight, and the smallest such bound is kept.
+ *
+ * Requests are admitted by priority (cancel > place > status > reconcile > fills >
+ * market data); fills and market data stop short of the limit by a reserve kept for
+ * the others. Cancels are never held back by budgets. A 429 RATE_LIMITED holds its
+ * bucket for Retry-After; any other 429 (failed-authentication block) stops all key
+ * traffic; API_KEY_INVALID opens a circuit that lets one probe through per interval.
+ *
+ * All times are on the server's clock (ServerClock), because the server counts in
+ * fixed windows of its own clock.
+ */
+import { Deferred, Effect, Exit, FiberId } from "effect"
+import { logEvent } from "../log/Logger.js"
+import { defaultDialect, type Dialect } from "./Dialect.js"
+import { AuthBlocked, CircuitOpen, RateLimited, type SvcError } from "./Errors.js"
+import { ServerClock } from "./ServerClock.js"
+
+/** Lower rank goes first. */
+export const Priority = { cancel: 0, place: 1, status: 2, reconcile: 3, fills: 4, marketData: 5 } as const
+export type Priority = keyof typeof Priority
+
+export interface BudgetOptions {
+  /** Percent of the weight limit that fills and market data leave free for cancels, placements, status and reconciliation. */
+  readonly reservePct: number
+  /** How long key traffic stops after API_KEY_INVALID before one probe request is let through. */
+  readonly authProbeIntervalMs: number
+  /** Length of the server's weight window (a minute on the real service). */
+  readonly weightWindowMs: number
+  /** Length of the server's short order window. */
+  readonly ordersWindowMs: number
+  /** After a window boundary, how long requests still count against the old window: clocks are never exactly aligned. */
+  readonly windowGuardMs: number
+  /** How often `budget.status` is logged. */
+  readonly statusIntervalMs: number
+  /** Weight assumed for an endpoint before its weight was learned, when nothing heavier has been seen. */
+  readonly defaultWeight: number
+  /** Header names from the Dialect. */
+  readonly headers: Dialect["budgetHeaders"]
+}
+
+export const defaultBudgetOptions: BudgetOptions = {
+  reservePct: 10,
+  authProbeIntervalMs: 5 * 60_000,
+  weightWindowMs: 60_000,
+  ordersWindowMs: 10_000,
+  windowGuardMs: 250,
+  statusIntervalMs: 60_000,
+  defaultWeight: 1,
+  headers: defaultDialect.budgetHeaders
+}
+
+const DAY_MS = 86_400_000
+
+/** What a request needs from the governor. */
+export interface Demand {
+  /** Method and Dialect path, e.g. `GET /api/wallets/spot`: the unit weights are learned for. */
+  readonly endpoint: string
+  readonly priority: Priority
+  /** Placements also spend the order budgets. */
+  readonly placement: boolean
+}
+
+export interface Ticket {
+  readonly id: number
+  readonly demand: Demand
+  readonly weight: number
+  /** Server-clock time of admission: the request is signed and sent right after. */
+  readonly admittedAtMs: number
+  readonly probe: boolean
+}
+
+/** How a request ended, for the governor's books. */
+export type Outcome =
+  | {
+      readonly _tag: "Answered"
+      readonly status: number
+      readonly header: (name: string) => string | undefined
+      readonly error: SvcError | undefined
+    }
+  /** No answer: the request may or may not have been counted by the server. */
+  | { readonly _tag: "Lost" }
+
+export interface BudgetSnapshot {
+  readonly usedWeight1m: number
+  readonly weightLimit1m: number | null
+  readonly ordersUsed10s: number
+  readonly ordersLimit10s: number | null
+  readonly ordersUsed1d: number
+  readonly ordersLimit1d: number | null
+  /** Requests that had to wait for budget since start. */
+  readonly waits: number
+  /** 429 RATE_LIMITED answers since start. */
+  readonly rateLimited: number
+}
+
+type Resource = "weight" | "orders10s" | "orders1d" | "all"
+
+export type Decision =
+  | { readonly _tag: "Admit"; readonly ticket: Ticket }
+  | { readonly _tag: "Wait"; readonly untilMs: number; readonly reason: "weight" | "orders10s" | "held" | "first-answer" | "priority" }
+  | { readonly _tag: "Refuse"; readonly error: AuthBlocked | CircuitOpen | RateLimited }
+
+/** Used count and limit of one fixed window kind, as last reported by the server. */
+class WindowCount {
+  window = Number.NEGATIVE_INFINITY
+  used = 0
+  limit: number | undefined
+  /** Running totals reported in the current window, ascending: the base of weight learning. */
+  private totals: Array<number> = []
+
+  constructor(readonly windowMs: number) {}
+
+  windowOf(serverMs: number): number {
+    return Math.floor(serverMs / this.windowMs)
+  }
+
+  usedIn(window: number): number {
+    return window === this.window ? this.used : window > this.window ? 0 : this.used
+  }
+
+  /**
+   * Records a total reported by an answer in `window`; returns the gap to the next
+   * lower total of the window (an upper bound of the weight just charged), or
+   * undefined when it says nothing about that weight.
+   */
+  report(window: number, total: number): number | undefined {
+    if (window < this.window) return undefined
+    if (window > this.window) {
+      this.window = window
+      this.used = 0
+      this.totals = []
+    }
+    this.used = Math.max(this.used, total)
+    let low = 0
+    let high = this.totals.length
+    while (low < high) {
+      const mid = (low + high) >>> 1
+      if (this.totals[mid]! < total) low = mid + 1
+      else high = mid
+    }
+    if (this.totals[low] === total) return undefined
+    const below = low === 0 ? 0 : this.totals[low - 1]!
+    this.totals.splice(low, 0, total)
+    return total - below
+  }
+
+  /** A request that got no answer may have been counted: assume it was. */
+  charge(window: number, amount: number): void {
+    if (window < this.window) return
+    if (window > this.window) {
+      this.window = window
+      this.used = 0
+      this.totals = []
+    }
+    this.used += amount
+  }
+}
+
+const readCount = (header: (name: string) => string | undefined, name: string): number | undefined => {
+  const text = header(name)
+  if (text === undefined || !/^\d+$/.test(text.trim())) return undefined
+  const n = Number(text.trim())
+  return Number.isSafeInteger(n) ? n : undefined
+}
+
+/** Which part of the budget a RATE_LIMITED bucket names. Bucket names are not shown by the spec. */
+export const resourceOfBucket = (bucket: string): Resource => {
+  const name = bucket.toLowerCase()
+  if (name.includes("10s")) return "orders10s"
+  if (name.includes("1d") || name.includes("day")) return "orders1d"
+  if (name.includes("weight") || name.includes("1m")) return "weight"
+  return "all"
+}
+
+/**
+ * The governor's state and decisions, synchronous and clock-free: every method is
+ * given the server-clock time. The `Budget` service below drives it with fibers.
+ */
+export class Governor {
+  readonly weight: WindowCount
+  readonly orders10s: WindowCount
+  readonly orders1d = new WindowCount(DAY_MS)
+  private readonly learned = new Map<string, number>()
+  private heaviest = 0
+  private readonly inFlight = new Map<number, Ticket>()
+  private inFlightWeight = 0
+  private inFlightOrders = 0
+  private nextId = 1
+  private readonly heldUntil = new Map<Resource, number>()
+  private blockedUntil = 0
+  private circuitOpenUntil: number | undefined
+  private probing = false
+  /** Requests waiting on the weight budget, per priority rank. */
+  private readonly waitingByRank: Array<number> = [0, 0, 0, 0, 0, 0]
+  waits = 0
+  rateLimited = 0
+
+  constructor(readonly options: BudgetOptions) {
+    this.weight = new WindowCount(options.weightWindowMs)
+    this.orders10s = new WindowCount(options.ordersWindowMs)
+  }
+
+  /** The weight a request to `endpoint` is expected to cost. */
+  weightOf(endpoint: string): number {
+    return this.learned.get(endpoint) ?? Math.max(this.options.defaultWeight, this.heaviest)
+  }
+
+  learnedWeights(): ReadonlyMap<string, number> {
+    return this.learned
+  }
+
+  decide(demand: Demand, now: number): Decision {
+    const endpoint = demand.endpoint
+    if (this.circuitOpenUntil !== undefined) {
+      if (now < this.circuitOpenUntil) return { _tag: "Refuse", error: new CircuitOpen({ endpoint, retryAfterMs: this.circuitOpenUntil - now }) }
+      // Past the interval exactly one request goes out to find whether the key works again.
+      if (this.probing) return { _tag: "Refuse", error: new CircuitOpen({ endpoint, retryAfterMs: 0 }) }
+    }
+    if (now < this.blockedUntil) {
+      return { _tag: "Refuse", error: new AuthBlocked({ endpoint, code: null, retryAfter: Math.ceil((this.blockedUntil - now) / 1000) }) }
+    }
+    const rank = Priority[demand.priority]
+    const weight = this.weightOf(endpoint)
+    if (rank === Priority.cancel) return this.admit(demand, weight, now)
+
+    const held = Math.max(this.heldUntil.get("all") ?? 0, this.heldUntil.get("weight") ?? 0, demand.placement ? this.heldUntil.get("orders10s") ?? 0 : 0)
+    if (now < held) return { _tag: "Wait", untilMs: held, reason: "held" }
+    if (demand.placement && now < (this.heldUntil.get("orders1d") ?? 0)) {
+      return { _tag: "Refuse", error: new RateLimited({ endpoint, bucket: "orders-1d", retryAfter: Math.ceil(((this.heldUntil.get("orders1d") ?? 0) - now) / 1000) }) }
+    }
+
+    const guarded = now - this.options.windowGuardMs
+    const window = this.weight.windowOf(guarded)
+    const nextWindowAt = (window + 1) * this.weight.windowMs + this.options.windowGuardMs
+    // Until the first answer tells the limit, requests go one at a time.
+    if (this.weight.limit === undefined) {
+      return this.inFlight.size === 0 ? this.admit(demand, weight, now) : { _tag: "Wait", untilMs: nextWindowAt, reason: "first-answer" }
+    }
+    for (let higher = 0; higher < rank; higher++) {
+      if (this.waitingByRank[higher]! > 0) return { _tag: "Wait", untilMs: nextWindowAt, reason: "priority" }
+    }
+    const cap = rank >= Priority.fills ? Math.floor((this.weight.limit * (100 - this.options.reservePct)) / 100) : this.weight.limit
+    const known = this.weight.usedIn(window)
+    // A request heavier than a whole window's allowance still goes out when nothing else is counted, rather than wait forever.
+    const fits = known + this.inFlightWeight + weight <= cap || (known === 0 && this.inFlightWeight === 0)
+    if (!fits) return { _tag: "Wait", untilMs: nextWindowAt, reason: "weight" }
+
+    if (demand.placement) {
+      const orderWindow = this.orders10s.windowOf(guarded)
+      const limit10s = this.orders10s.limit
+      if (limit10s !== undefined && this.orders10s.usedIn(orderWindow) + this.inFlightOrders + 1 > limit10s) {
+        return { _tag: "Wait", untilMs: (orderWindow + 1) * this.orders10s.windowMs + this.options.windowGuardMs, reason: "orders10s" }
+      }
+      const dayWindow = this.orders1d.windowOf(guarded)
+      const limit1d = this.orders1d.limit
+      if (limit1d !== undefined && this.orders1d.usedIn(dayWindow) + this.inFlightOrders + 1 > limit1d) {
+        const nextDay = (dayWindow + 1) * DAY_MS
+        return { _tag: "Refuse", error: new RateLimited({ endpoint, bucket: "orders-1d", retryAfter: Math.ceil((nextDay - now) / 1000) }) }
+      }
+    }
+    return this.admit(demand, weight, now)
+  }
+
+  private admit(demand: Demand, weight: number, now: number): Decision {
+    const probe = this.circuitOpenUntil !== undefined
+    if (probe) this.probing = true
+    const ticket: Ticket = { id: this.nextId++, demand, weight, admittedAtMs: now, probe }
+    this.inFlight.set(ticket.id, ticket)
+    this.inFlightWeight += weight
+    if (demand.placement) this.inFlightOrders += 1
+    return { _tag: "Admit", ticket }
+  }
+
+  /** A waiter on the weight budget makes lower priorities wait behind it. */
+  enqueue(priority: Priority): void {
+    this.waitingByRank[Priority[priority]]! += 1
+  }
+
+  dequeue(priority: Priority): void {
+    this.waitingByRank[Priority[priority]]! -= 1
+  }
+
+  settle(ticket: Ticket, outcome: Outcome, now: number): void {
+    if (!this.inFlight.delete(ticket.id)) return
+    this.inFlightWeight -= ticket.weight
+    if (ticket.demand.placement) this.inFlightOrders -= 1
+    if (ticket.probe) this.probing = false
+
+    if (outcome._tag === "Lost") {
+      this.weight.charge(this.weight.windowOf(ticket.admittedAtMs), ticket.weight)
+      if (ticket.demand.placement) {
+        this.orders10s.charge(this.orders10s.windowOf(ticket.admittedAtMs), 1)
+        this.orders1d.charge(this.orders1d.windowOf(ticket.admittedAtMs), 1)
+      }
+      return
+    }
+    this.readHeaders(ticket, outcome, now)
+    const error = outcome.error
+    if (error?._tag === "ApiKeyInvalid") {
+      this.circuitOpenUntil = now + this.options.authProbeIntervalMs
+      return
+    }
+    // Only the probe speaks for the key: an answer to a request sent before the circuit opened does not.
+    if (ticket.probe && error?._tag !== "AuthBlocked") this.circuitOpenUntil = undefined
+    if (error?._tag === "RateLimited") {
+      this.rateLimited += 1
+      const resource = resourceOfBucket(error.bucket)
+      this.heldUntil.set(resource, Math.max(this.heldUntil.get(resource) ?? 0, now + error.retryAfter * 1000))
+    } else if (error?._tag === "AuthBlocked") {
+      this.blockedUntil = Math.max(this.blockedUntil, now + error.retryAfter * 1000)
+    }
+  }
+
+  private readHeaders(ticket: Ticket, outcome: Extract<Outcome, { _tag: "Answered" }>, now: number): void {
+    const names = this.options.headers
+    const header = outcome.header
+    // An answer only says which window it was counted in when it was sent and received in the same one.
+    const sameWindow = (count: WindowCount) => count.windowOf(ticket.admittedAtMs) === count.windowOf(now)
+    const charged = outcome.status < 400
+
+    const weightLimit = readCount(header, names.weightLimit1m)
+    if (weightLimit !== undefined) this.weight.limit = weightLimit
+    const usedWeight = readCount(header, names.usedWeight1m)
+    if (usedWeight !== undefined && sameWindow(this.weight)) {
+      const bound = this.weight.report(this.weight.windowOf(now), usedWeight)
+      if (bound !== undefined && charged) {
+        const previous = this.learned.get(ticket.demand.endpoint)
+        const learned = previous === undefined ? bound : Math.min(previous, bound)
+        this.learned.set(ticket.demand.endpoint, learned)
+        this.heaviest = Math.max(...this.learned.values())
+      }
+    }
+    const orders: ReadonlyArray<readonly [WindowCount, string, string]> = [
+      [this.orders10s, names.ordersUsed10s, names.ordersLimit10s],
+      [this.orders1d, names.ordersUsed1d, names.ordersLimit1d]
+    ]
+    for (const [count, usedName, limitName] of orders) {
+      const limit = readCount(header, limitName)
+      if (limit !== undefined) count.limit = limit
+      const used = readCount(header, usedName)
+      if (used !== undefined && sameWindow(count)) count.report(count.windowOf(now), used)
+    }
+  }
+
+  snapshot(now: number): BudgetSnapshot {
+    return {
+      usedWeight1m: this.weight.usedIn(this.weight.windowOf(now)),
+      weightLimit1m: this.weight.limit ?? null,
+      ordersUsed10s: this.orders10s.usedIn(this.orders10s.windowOf(now)),
+      ordersLimit10s: this.orders10s.limit ?? null,
+      ordersUsed1d: this.orders1d.usedIn(this.orders1d.windowOf(now)),
+      ordersLimit1d: this.orders1d.limit ?? null,
+      waits: this.waits,
+      rateLimited: this.rateLimited
+    }
+  }
+}
+
+export const resolveBudgetOptions = (options: Partial<BudgetOptions> = {}): BudgetOptions => ({ ...defaultBudgetOptions, ...options })
+
+/**
+ * The governor as a service: `admit` waits (or refuses) until a request may go
+ * out, `settle` books its answer and wakes the waiters. One per key.
+ */
+export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
+  scoped: (options: Partial<BudgetOptions> = {}) =>
+    Effect.gen(function* () {
+      const clock = yield* ServerClock
+      const governor = new Governor(resolveBudgetOptions(options))
+      // Every change of the books completes this and replaces it, waking all waiters to decide again.
+      let changed = Deferred.unsafeMake<void>(FiberId.none)
+      const notify = () => {
+        const previous = changed
+        changed = Deferred.unsafeMake<void>(FiberId.none)
+        Deferred.unsafeDone(previous, Exit.void)
+      }
+
+      const admit = (demand: Demand): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> =>
+        Effect.gen(function* () {
+          let waiting = false
+          for (;;) {
+            const now = yield* clock.now
+            const signal = changed
+            const decision = governor.decide(demand, now)
+            if (decision._tag === "Admit") return decision.ticket
+            if (decision._tag === "Refuse") return yield* Effect.fail(decision.error)
+            if (!waiting) {
+              waiting = true
+              governor.waits += 1
+              const snapshot = governor.snapshot(now)
+              yield* logEvent("budget.wait", {
+                endpoint: demand.endpoint,
+                priority: demand.priority,
+                reason: decision.reason,
+                waitMs: Math.max(0, decision.untilMs - now),
+                usedWeight1m: snapshot.usedWeight1m,
+                weightLimit1m: snapshot.weightLimit1m
+              })
+            }
+            const queued = decision.reason === "weight" || decision.reason === "priority"
+            if (queued) governor.enqueue(demand.priority)
+            yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Math.max(1, decision.untilMs - now))).pipe(
+              Effect.ensuring(
+                Effect.sync(() => {
+                  if (!queued) return
+                  governor.dequeue(demand.priority)
+                  // Lower priorities queued behind this one may go now.
+                  notify()
+                })
+              )
+            )
+          }
+        })
+
+      const settle = (ticket: Ticket, outcome: Outcome): Effect.Effect<void> =>
+        Effect.gen(function* () {
+          const now = yield* clock.now
+          governor.settle(ticket, outcome, now)
+          notify()
+          const error = outcome._tag === "Answered" ? outcome.error : undefined
+          if (error?._tag === "ApiKeyInvalid") {
+            yield* logEvent("auth.invalid", { endpoint: error.endpoint, nextProbeInMs: governor.options.authProbeIntervalMs })
+          } else if (error?._tag === "RateLimited") {
+            yield* logEvent("rate.limited", { endpoint: error.endpoint, bucket: error.bucket, retryAfter: error.retryAfter })
+          } else if (error?._tag === "AuthBlocked") {
+            yield* logEvent("auth.blocked", { endpoint: error.endpoint, code: error.code, retryAfter: error.retryAfter })
+          }
+        })
+
+      const snapshot: Effect.Effect<BudgetSnapshot> = Effect.map(clock.now, (now) => governor.snapshot(now))
+
+      const logStatus = Effect.flatMap(snapshot, (current) => logEvent("budget.status", { ...current }))
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(governor.options.statusIntervalMs), logStatus)))
+
+      return {
+        admit,
+        settle,
+        snapshot,
+        /** The learned per-endpoint weights, for `doctor` and the status line. */
+        learnedWeights: Effect.sync(() => new Map(governor.learnedWeights()) as ReadonlyMap<string, number>),
+        options: governor.options
+      } as const
+    })
+}) {}
