@@ -35,7 +35,7 @@ export interface MetricsInput {
   readonly initialPrice: Decimal
   /** Equity at each candle's close. */
   readonly equity: ReadonlyArray<Decimal>
-  /** Candles that closed with a base position. */
+  /** Candles that closed holding base worth at least the pair's minimum notional. */
   readonly inMarketCandles: number
   readonly fills: ReadonlyArray<RunFill>
 }
@@ -53,7 +53,7 @@ export interface Metrics {
   readonly sharpe: number | null
   readonly sortino: number | null
   readonly maxDrawdownPct: number
-  /** Longest time spent below a previous equity peak. */
+  /** Longest time from an equity peak until equity was back at it (or the data ended). */
   readonly maxDrawdownDurationMs: number
   readonly fills: number
   /** Closed trades: sell fills matched first-in first-out against bought lots. */
@@ -120,18 +120,23 @@ interface Drawdown {
 const drawdown = (series: ReadonlyArray<number>, intervalMs: number): Drawdown => {
   let peak = series[0] ?? 0
   let peakIndex = 0
+  let underwater = false
   let maxPct = 0
   let longest = 0
   for (let i = 1; i < series.length; i++) {
     const value = series[i]!
     if (value >= peak) {
+      if (underwater) longest = Math.max(longest, i - peakIndex)
+      underwater = false
       peak = value
       peakIndex = i
-      continue
+    } else {
+      underwater = true
+      if (peak > 0) maxPct = Math.max(maxPct, ((peak - value) / peak) * 100)
     }
-    if (peak > 0) maxPct = Math.max(maxPct, ((peak - value) / peak) * 100)
-    longest = Math.max(longest, i - peakIndex)
   }
+  // Still below the peak when the data ends: the drawdown lasted at least until then.
+  if (underwater) longest = Math.max(longest, series.length - 1 - peakIndex)
   return { maxDrawdownPct: maxPct, maxDrawdownDurationMs: longest * intervalMs }
 }
 

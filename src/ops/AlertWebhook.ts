@@ -10,6 +10,7 @@
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Chunk, Clock, Data, Duration, Effect, HashMap, Layer, Logger, Queue, Redacted, Schedule } from "effect"
+import { Decimal, toJsonNumber } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"
 import { EventCatalog, isEventName, type EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
@@ -76,10 +77,12 @@ const sanitizeValue = (value: unknown, depth: number): unknown => {
   if (value instanceof Date) return value.toISOString()
   if (value instanceof Error) return { name: value.name, message: value.message }
   if (Redacted.isRedacted(value)) return undefined
+  // Amounts travel as exact decimal strings, as in the API's own answers.
+  if (Decimal.isDecimal(value)) return toJsonNumber(value)
   if (depth >= MAX_DEPTH) return "[truncated]"
   if (Array.isArray(value)) return value.map((item) => sanitizeValue(item, depth + 1) ?? null)
   const prototype = Object.getPrototypeOf(value)
-  // Decimals and other value classes are written by their own string form, exactly.
+  // Other value classes (ids, branded wrappers) are written by their own string form.
   if (prototype !== Object.prototype && prototype !== null) return String(value)
   return sanitizeFields(value as Record<string, unknown>, depth + 1)
 }

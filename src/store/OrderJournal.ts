@@ -198,6 +198,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       latestByTag: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? AND tag = ? ORDER BY order_id DESC LIMIT 1"),
       intentsByTag: sqlite.prepare("SELECT COUNT(*) AS n FROM intents WHERE strategy_id = ? AND tag = ?"),
       forStrategy: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? ORDER BY order_id"),
+      unfinished: sqlite.prepare(
+        "SELECT * FROM orders WHERE state NOT IN ('fill', 'rejected', 'cancelled', 'not_placed', 'refused') ORDER BY order_id"
+      ),
       all: sqlite.prepare("SELECT * FROM orders ORDER BY order_id"),
       intents: sqlite.prepare("SELECT * FROM intents ORDER BY created_at, intent_id"),
       events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id")
@@ -404,6 +407,8 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         Effect.sync(() => (inStates(states).all(...states) as Array<RawOrder>).map(toRow)),
       forStrategy: (strategyId: string): Effect.Effect<ReadonlyArray<OrderRow>> =>
         Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map(toRow)),
+      /** Every order that has not reached a terminal state, of all strategies and external ones. */
+      unfinished: Effect.sync(() => (q.unfinished.all() as Array<RawOrder>).map(toRow)),
       all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(toRow)),
       intents: Effect.sync(() => (q.intents.all() as Array<Parameters<typeof toIntent>[0]>).map(toIntent)),
       events: (orderId: number) =>

@@ -388,12 +388,17 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
       const admit = (demand: Demand): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> =>
         Effect.gen(function* () {
           let waiting = false
+          let wasQueued = false
           for (;;) {
             const now = yield* clock.now
             const signal = changed
             const decision = governor.decide(demand, now)
-            if (decision._tag === "Admit") return decision.ticket
-            if (decision._tag === "Refuse") return yield* Effect.fail(decision.error)
+            if (decision._tag !== "Wait") {
+              // Lower priorities queued behind this request may go now.
+              if (wasQueued) notify()
+              if (decision._tag === "Admit") return decision.ticket
+              return yield* Effect.fail(decision.error)
+            }
             if (!waiting) {
               waiting = true
               governor.waits += 1
@@ -410,15 +415,16 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
             const queued = decision.reason === "weight" || decision.reason === "priority"
             if (queued) governor.enqueue(demand.priority)
             yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Math.max(1, decision.untilMs - now))).pipe(
-              Effect.ensuring(
+              Effect.onInterrupt(() =>
                 Effect.sync(() => {
                   if (!queued) return
                   governor.dequeue(demand.priority)
-                  // Lower priorities queued behind this one may go now.
                   notify()
                 })
               )
             )
+            if (queued) governor.dequeue(demand.priority)
+            wasQueued = queued
           }
         })
 

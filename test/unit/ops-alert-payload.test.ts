@@ -51,7 +51,7 @@ describe("alert payload", () => {
     })
     expect(safe).toEqual({
       apiKey: `${keyId.slice(0, 12)}…`,
-      realizedPnl: "-1.2345678901234567890123e-8",
+      realizedPnl: "-0.000000012345678901234567890123",
       when: "2026-01-02T00:00:00.000Z",
       count: 3,
       failure: { name: "Error", message: "boom" }

@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+# svcbot and svc-venue in one image. Build: docker build -t svcbot:local .
+# The build stage compiles TypeScript and better-sqlite3's native module; the
+# runtime stage holds only production dependencies and the compiled output.
+# Both stages use the same base so the native module matches Node and glibc.
+
+FROM node:24.11.1-bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+# `npm install`, not `npm ci`: ci refuses lockfiles that lack optional platform packages.
+RUN npm install --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY apps ./apps
+COPY src ./src
+COPY strategies ./strategies
+RUN npm run build \
+ && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:24.11.1-bookworm-slim AS runtime
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production \
+    SVC_DATABASE_PATH=/app/data/svcbot.db \
+    SVC_HEALTH_PORT=8081
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+# Migrations are found next to the compiled store (dist/src/store -> dist/migrations).
+COPY migrations ./dist/migrations
+COPY config ./config
+COPY ops/healthcheck.mjs ./ops/healthcheck.mjs
+# The only writable path: the database lives in a volume, the root filesystem can be read-only.
+RUN mkdir -p /app/data && chown node:node /app/data
+VOLUME ["/app/data"]
+USER node
+EXPOSE 8081
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "/app/ops/healthcheck.mjs"]
+# SIGTERM starts the daemon's orderly shutdown (cancel-on-stop, final reconcile);
+# give it time with `docker stop -t 30` or compose's stop_grace_period.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/bin/svcbot.js"]
+CMD ["run", "--config", "config/default.json", "--mode", "paper"]

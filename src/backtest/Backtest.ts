@@ -1,0 +1,487 @@
+/**
+ * The backtest event loop: candles drive the strategy's handlers and svc-venue's
+ * own matching and settlement module (`MatchingEngine`), in-process, with the
+ * venue's order state machine, settle delay, fees, synthetic book, slippage and
+ * reject codes. Synchronous, no Effect, no I/O: one run is a pure function of its
+ * setup.
+ *
+ * Time, for each candle with open time `t` and close time `T = t + interval`:
+ * 1. orders accepted earlier settle at their settlement time (acceptance + settle
+ *    delay) if that falls before `T`, against the tape price of that moment (the
+ *    previous close): market orders fill or are rejected, limit orders take the book
+ *    their price reaches and rest, stops start waiting for their trigger;
+ * 2. the candle's price path is played (open, the nearer extreme, the other extreme,
+ *    close — the venue's `candlePath`): resting orders fill as maker at their limit
+ *    price (the whole remainder when the path passes the price, half when it only
+ *    touches it), stops trigger; these fills carry time `T`;
+ * 3. at `T` the strategy hears, in this order: each new fill (`onFill`), each order
+ *    whose kind or filled quantity changed (`onOrderUpdate`), the closed candle
+ *    (`onCandle`), a ticker at the close (`onTicker`), and the `schedule` timer for
+ *    every minute in (t, T] that its cron expression matches (`onTimer`);
+ * 4. intents are placed or cancelled at `T`; a refused placement is answered at
+ *    once with an order update of kind `refused` and the venue's code, a cancel at
+ *    once with kind `cancelled`;
+ * 5. equity is marked at the close: quote held plus base held times the close.
+ */
+import { Data, Either } from "effect"
+import cron from "node-cron"
+import { Decimal, ZERO } from "../domain/Decimal.js"
+import type { Intent, PlaceIntent } from "../domain/Intent.js"
+import type { OrderKind } from "../svc/Dialect.js"
+import {
+  type Balance,
+  type CandleEvent,
+  type FillEvent,
+  isFinalUpdate,
+  type OpenOrder,
+  type OrderUpdateEvent,
+  type OrderUpdateKind,
+  type PairRules,
+  SCHEDULE_TIMER,
+  type StrategyDefinition,
+  type StrategyView
+} from "../strategy/Strategy.js"
+import { type Candle, type Fees, MatchingEngine, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
+import { computeMetrics, type Metrics, type RunFill } from "./Metrics.js"
+
+export interface BacktestSetup<P = unknown, S = unknown> {
+  readonly strategy: StrategyDefinition<P, S>
+  /** Decoded params (`decodeParams`). */
+  readonly params: P
+  readonly pair: PairSpec
+  readonly fees: Fees
+  readonly settleDelayMs: number
+  /** Starting free balances per asset. */
+  readonly balances: Readonly<Record<string, Decimal>>
+  readonly candles: ReadonlyArray<Candle>
+  readonly intervalMs: number
+  /** The instance's cron `schedule`, firing `onTimer` with the timer name "schedule". */
+  readonly schedule?: string
+}
+
+export interface OrderCounts {
+  placed: number
+  refused: number
+  rejected: number
+  cancelled: number
+}
+
+export interface BacktestResult {
+  readonly fills: ReadonlyArray<RunFill>
+  /** Equity at each candle's close. */
+  readonly equity: ReadonlyArray<Decimal>
+  readonly metrics: Metrics
+  readonly balances: ReadonlyMap<string, Balance>
+  readonly orders: Readonly<OrderCounts>
+}
+
+/** A handler threw; the run stops there, as the daemon would pause the instance. */
+export class StrategyFailed extends Data.TaggedError("StrategyFailed")<{
+  readonly strategy: string
+  readonly handler: string
+  readonly atMs: number
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const reason = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `strategy ${this.strategy} failed in ${this.handler} at ${new Date(this.atMs).toISOString()}: ${reason}`
+  }
+}
+
+export class BacktestSetupInvalid extends Data.TaggedError("BacktestSetupInvalid")<{ readonly message: string }> {}
+
+export type BacktestFailed = StrategyFailed | BacktestSetupInvalid
+
+/** A strategy answering its own refusals with new orders forever would never let time move. */
+const MAX_INTENTS_PER_MOMENT = 10_000
+const UID = 1
+const MINUTE_MS = 60_000
+/** The refusal code of a placement whose tag names a live order of the instance. */
+export const TAG_IN_USE = "TAG_IN_USE"
+
+const INTERVAL_NAMES: ReadonlyMap<number, string> = new Map([
+  [60_000, "1m"],
+  [300_000, "5m"],
+  [900_000, "15m"],
+  [3_600_000, "1h"],
+  [14_400_000, "4h"],
+  [86_400_000, "1d"]
+])
+
+export const intervalName = (intervalMs: number): string => INTERVAL_NAMES.get(intervalMs) ?? `${intervalMs}ms`
+
+interface Tracked {
+  readonly clientOrderId: string
+  kind: OrderKind
+  filledBaseQty: Decimal
+}
+
+type MutableView<P> = { -readonly [K in keyof StrategyView<P>]: StrategyView<P>[K] }
+
+const toRequest = (intent: PlaceIntent): PlaceRequest => {
+  switch (intent.type) {
+    case "limit":
+      return { type: "limit", symbol: intent.symbol, side: intent.side, baseQty: intent.baseQty, limitPrice: intent.limitPrice }
+    case "stop-limit":
+      return {
+        type: "stop-limit",
+        symbol: intent.symbol,
+        side: intent.side,
+        baseQty: intent.baseQty,
+        limitPrice: intent.limitPrice,
+        stopPrice: intent.stopPrice
+      }
+    case "market":
+      return intent.side === "buy"
+        ? { type: "market", symbol: intent.symbol, side: "buy", quoteOrderQty: intent.quoteOrderQty, maxSlippageBps: intent.maxSlippageBps }
+        : { type: "market", symbol: intent.symbol, side: "sell", baseQty: intent.baseQty, maxSlippageBps: intent.maxSlippageBps }
+  }
+}
+
+const openOrderOf = (intent: PlaceIntent, clientOrderId: string): OpenOrder => ({
+  tag: intent.tag,
+  clientOrderId,
+  symbol: intent.symbol,
+  side: intent.side,
+  type: intent.type,
+  baseQty: intent.type === "market" && intent.side === "buy" ? ZERO : (intent as { readonly baseQty: Decimal }).baseQty,
+  filledBaseQty: ZERO,
+  ...(intent.type === "market" ? {} : { limitPrice: intent.limitPrice }),
+  ...(intent.type === "stop-limit" ? { stopPrice: intent.stopPrice } : {}),
+  kind: "pending"
+})
+
+class Run<P, S> {
+  private readonly engine: MatchingEngine
+  private readonly strategy: StrategyDefinition<P, S>
+  private readonly symbol: string
+  private readonly view: MutableView<P>
+  private readonly balances = new Map<string, Balance>()
+  private readonly openOrders = new Map<string, OpenOrder>()
+  private readonly lastPrices = new Map<string, Decimal>()
+  private readonly tracked = new Map<string, Tracked>()
+  private readonly tagOf = new Map<string, string>()
+  private readonly fillLog: Array<RunFill> = []
+  private lastFillSeq = 0
+  private intentsThisMoment = 0
+  private state: S
+  private baseHeld = ZERO
+  private quoteHeld = ZERO
+  readonly counts: OrderCounts = { placed: 0, refused: 0, rejected: 0, cancelled: 0 }
+
+  constructor(private readonly setup: BacktestSetup<P, S>, firstPrice: Decimal, startMs: number) {
+    const pair = setup.pair
+    this.strategy = setup.strategy
+    this.symbol = pair.symbol
+    this.engine = new MatchingEngine({ pairs: [pair], fees: setup.fees, settleDelayMs: setup.settleDelayMs, prices: { [pair.symbol]: firstPrice } })
+    this.engine.openAccount(UID)
+    for (const [asset, amount] of Object.entries(setup.balances)) this.engine.setBalance(UID, asset, amount)
+    this.lastPrices.set(pair.symbol, firstPrice)
+    const rules: PairRules = {
+      symbol: pair.symbol,
+      base: pair.base,
+      quote: pair.quote,
+      status: pair.status,
+      tickSize: pair.tickSize,
+      stepSize: pair.stepSize,
+      minBaseQty: pair.minBaseQty,
+      minNotional: pair.minNotional
+    }
+    this.view = {
+      params: setup.params,
+      symbol: pair.symbol,
+      now: startMs,
+      balances: this.balances,
+      openOrders: this.openOrders,
+      lastPrices: this.lastPrices,
+      pairs: new Map([[pair.symbol, rules]])
+    }
+    this.refreshBalances()
+    this.state = this.call("init", () => this.strategy.init(setup.params, this.view))
+  }
+
+  get equityParts(): { readonly base: Decimal; readonly quote: Decimal } {
+    return { base: this.baseHeld, quote: this.quoteHeld }
+  }
+
+  get fills(): ReadonlyArray<RunFill> {
+    return this.fillLog
+  }
+
+  get finalBalances(): ReadonlyMap<string, Balance> {
+    return this.balances
+  }
+
+  private call<A>(handler: string, body: () => A): A {
+    try {
+      return body()
+    } catch (cause) {
+      if (cause instanceof StrategyFailed) throw cause
+      throw new StrategyFailed({ strategy: this.strategy.name, handler, atMs: this.view.now, cause })
+    }
+  }
+
+  private refreshBalances(): void {
+    this.balances.clear()
+    const pair = this.setup.pair
+    this.baseHeld = ZERO
+    this.quoteHeld = ZERO
+    for (const row of this.engine.balances(UID)) {
+      this.balances.set(row.asset, { free: row.free, locked: row.locked })
+      if (row.asset === pair.base) this.baseHeld = row.free.plus(row.locked)
+      else if (row.asset === pair.quote) this.quoteHeld = row.free.plus(row.locked)
+    }
+  }
+
+  /** Step 1: settlements due before the candle closes, each at its own time. */
+  settleBefore(closeMs: number): boolean {
+    let settled = false
+    let next = this.engine.nextSettlementAt()
+    while (next !== undefined && next < closeMs) {
+      this.engine.settleDue(next)
+      settled = true
+      next = this.engine.nextSettlementAt()
+    }
+    return settled
+  }
+
+  /** Steps 2 to 4 for one candle. */
+  candle(candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
+    const settled = this.settleBefore(closeMs)
+    this.engine.onCandle(this.symbol, candle, closeMs)
+    this.view.now = closeMs
+    this.lastPrices.set(this.symbol, candle.close)
+    this.intentsThisMoment = 0
+    if (settled || this.tracked.size > 0) this.deliverOrderProgress()
+    const { onCandle, onTicker, onTimer } = this.strategy
+    if (onCandle !== undefined) this.handle("onCandle", onCandle, event)
+    if (onTicker !== undefined) this.handle("onTicker", onTicker, { symbol: this.symbol, price: candle.close, time: closeMs })
+    if (onTimer !== undefined) for (const at of timers) this.handle("onTimer", onTimer, { name: SCHEDULE_TIMER, scheduledAt: at })
+  }
+
+  private handle<E>(name: string, handler: (state: S, event: E, view: StrategyView<P>) => { readonly state: S; readonly intents: ReadonlyArray<Intent> }, event: E): void {
+    const result = this.call(name, () => handler(this.state, event, this.view))
+    this.state = result.state
+    if (result.intents.length > 0) this.apply(result.intents)
+  }
+
+  private apply(intents: ReadonlyArray<Intent>): void {
+    const now = this.view.now
+    const cancelled: Array<OrderUpdateEvent> = []
+    for (const intent of intents) {
+      this.intentsThisMoment += 1
+      if (this.intentsThisMoment > MAX_INTENTS_PER_MOMENT) {
+        throw new StrategyFailed({
+          strategy: this.strategy.name,
+          handler: "intents",
+          atMs: now,
+          cause: new Error(`more than ${MAX_INTENTS_PER_MOMENT} intents at one moment; the strategy keeps answering its own orders`)
+        })
+      }
+      if (intent.type === "cancel") {
+        const update = this.cancel(intent.tag, now)
+        if (update !== undefined) cancelled.push(update)
+        continue
+      }
+      if (this.tracked.has(intent.tag)) {
+        this.refused(intent.tag, TAG_IN_USE)
+        continue
+      }
+      const placed = this.engine.place(UID, toRequest(intent), now)
+      if (!placed.ok) {
+        this.refused(intent.tag, placed.code)
+        continue
+      }
+      this.counts.placed += 1
+      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, kind: "pending", filledBaseQty: ZERO })
+      this.tagOf.set(placed.clientOrderId, intent.tag)
+      this.openOrders.set(intent.tag, openOrderOf(intent, placed.clientOrderId))
+    }
+    if (cancelled.length === 0) return
+    this.refreshBalances()
+    const onOrderUpdate = this.strategy.onOrderUpdate
+    if (onOrderUpdate !== undefined) for (const update of cancelled) this.handle("onOrderUpdate", onOrderUpdate, update)
+  }
+
+  /**
+   * A cancel answers at once (the venue's cancel answer carries the final kind), so
+   * the tag is free again for the intents that follow it. A cancel of an order that
+   * already filled, or of a tag with no live order, changes nothing.
+   */
+  private cancel(tag: string, now: number): OrderUpdateEvent | undefined {
+    const order = this.tracked.get(tag)
+    if (order === undefined || !this.engine.cancel(UID, order.clientOrderId, now).ok) return undefined
+    const after = this.engine.order(UID, order.clientOrderId)!
+    this.tracked.delete(tag)
+    this.openOrders.delete(tag)
+    this.counts.cancelled += 1
+    return {
+      tag,
+      clientOrderId: order.clientOrderId,
+      kind: "cancelled",
+      filledBaseQty: after.filledBaseQty,
+      ...(after.avgPrice === null ? {} : { avgPrice: after.avgPrice })
+    }
+  }
+
+  private refused(tag: string, code: string): void {
+    this.counts.refused += 1
+    const onOrderUpdate = this.strategy.onOrderUpdate
+    if (onOrderUpdate !== undefined) this.handle("onOrderUpdate", onOrderUpdate, { tag, kind: "refused", code, filledBaseQty: ZERO })
+  }
+
+  /** New fills, then orders whose kind or filled quantity changed. */
+  private deliverOrderProgress(): void {
+    const fills = this.newFills()
+    const updates: Array<OrderUpdateEvent> = []
+    for (const [tag, order] of this.tracked) {
+      const now = this.engine.order(UID, order.clientOrderId)!
+      if (now.kind === order.kind && now.filledBaseQty.eq(order.filledBaseQty)) continue
+      order.kind = now.kind
+      order.filledBaseQty = now.filledBaseQty
+      const kind: OrderUpdateKind = now.kind
+      if (kind === "rejected") this.counts.rejected += 1
+      updates.push({
+        tag,
+        clientOrderId: now.clientOrderId,
+        kind,
+        ...(now.code === null ? {} : { code: now.code }),
+        filledBaseQty: now.filledBaseQty,
+        ...(now.avgPrice === null ? {} : { avgPrice: now.avgPrice })
+      })
+      if (isFinalUpdate(kind)) {
+        this.tracked.delete(tag)
+        this.openOrders.delete(tag)
+      } else {
+        this.openOrders.set(tag, { ...this.openOrders.get(tag)!, kind: now.kind, filledBaseQty: now.filledBaseQty })
+      }
+    }
+    if (fills.length === 0 && updates.length === 0) return
+    this.refreshBalances()
+    const { onFill, onOrderUpdate } = this.strategy
+    if (onFill !== undefined) for (const fill of fills) this.handle("onFill", onFill, fill)
+    if (onOrderUpdate !== undefined) for (const update of updates) this.handle("onOrderUpdate", onOrderUpdate, update)
+  }
+
+  private newFills(): ReadonlyArray<FillEvent> {
+    const newest = this.engine.fills(UID, { limit: 1 }).fills[0]
+    if (newest === undefined || newest.seq <= this.lastFillSeq) return []
+    const page = this.engine.fills(UID, { limit: newest.seq - this.lastFillSeq }).fills
+    this.lastFillSeq = newest.seq
+    const events: Array<FillEvent> = []
+    for (let i = page.length - 1; i >= 0; i--) {
+      const fill = page[i]!
+      const tag = this.tagOf.get(fill.clientOrderId) ?? fill.clientOrderId
+      this.fillLog.push({
+        timeMs: fill.time,
+        tag,
+        clientOrderId: fill.clientOrderId,
+        side: fill.side,
+        price: fill.price,
+        baseQty: fill.baseQty,
+        quoteQty: fill.quoteQty,
+        fee: fill.fee,
+        feeAsset: fill.feeAsset,
+        liquidity: fill.liquidity
+      })
+      events.push({
+        tag,
+        fillId: fill.fillId,
+        side: fill.side,
+        price: fill.price,
+        baseQty: fill.baseQty,
+        quoteQty: fill.quoteQty,
+        fee: fill.fee,
+        feeAsset: fill.feeAsset,
+        liquidity: fill.liquidity,
+        time: fill.time
+      })
+    }
+    return events
+  }
+}
+
+const scheduleMatcher = (expression: string | undefined): ((minuteMs: number) => boolean) | undefined => {
+  if (expression === undefined) return undefined
+  if (!cron.validate(expression)) throw new BacktestSetupInvalid({ message: `schedule "${expression}" is not a valid cron expression` })
+  const task = cron.createTask(expression, () => undefined, { timezone: "UTC" })
+  return (minuteMs) => task.match(new Date(minuteMs))
+}
+
+const checkSetup = (setup: BacktestSetup<any, any>): void => {
+  if (setup.candles.length === 0) throw new BacktestSetupInvalid({ message: "no candles to run on (check --from/--to and the data)" })
+  if (!Number.isSafeInteger(setup.intervalMs) || setup.intervalMs <= 0) {
+    throw new BacktestSetupInvalid({ message: `the candle interval must be a positive whole number of milliseconds, got ${setup.intervalMs}` })
+  }
+  if (setup.schedule !== undefined && setup.intervalMs % MINUTE_MS !== 0) {
+    throw new BacktestSetupInvalid({ message: "a cron schedule needs candles of whole minutes" })
+  }
+}
+
+/** Runs one backtest. Deterministic: the same setup gives the same fills, equity and metrics. */
+export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<BacktestResult, BacktestFailed> => {
+  try {
+    checkSetup(setup)
+    const candles = setup.candles
+    const first = candles[0]!
+    const intervalMs = setup.intervalMs
+    const interval = intervalName(intervalMs)
+    const matches = scheduleMatcher(setup.schedule)
+    const run = new Run(setup, first.open, first.openTimeMs)
+    const initial = run.equityParts
+    const initialEquity = initial.quote.plus(initial.base.mul(first.open))
+    const equity = new Array<Decimal>(candles.length)
+    const noTimers: ReadonlyArray<number> = []
+    let inMarketCandles = 0
+    for (let i = 0; i < candles.length; i++) {
+      const candle = candles[i]!
+      const closeMs = candle.openTimeMs + intervalMs
+      let timers = noTimers
+      if (matches !== undefined) {
+        const due: Array<number> = []
+        for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (matches(minute)) due.push(minute)
+        timers = due
+      }
+      run.candle(
+        candle,
+        closeMs,
+        {
+          symbol: setup.pair.symbol,
+          interval,
+          openTime: candle.openTimeMs,
+          open: candle.open,
+          high: candle.high,
+          low: candle.low,
+          close: candle.close,
+          volume: candle.volume
+        },
+        timers
+      )
+      const { base, quote } = run.equityParts
+      if (base.isZero()) {
+        equity[i] = quote
+      } else {
+        const position = base.mul(candle.close)
+        equity[i] = quote.plus(position)
+        // Fee dust left after selling a position is not a position.
+        if (position.gte(setup.pair.minNotional)) inMarketCandles++
+      }
+    }
+    const metrics = computeMetrics({
+      baseAsset: setup.pair.base,
+      quoteAsset: setup.pair.quote,
+      intervalMs,
+      fromMs: first.openTimeMs,
+      initialEquity,
+      initialBase: initial.base,
+      initialPrice: first.open,
+      equity,
+      inMarketCandles,
+      fills: run.fills
+    })
+    return Either.right({ fills: run.fills, equity, metrics, balances: run.finalBalances, orders: run.counts })
+  } catch (error) {
+    if (error instanceof StrategyFailed || error instanceof BacktestSetupInvalid) return Either.left(error)
+    throw error
+  }
+}

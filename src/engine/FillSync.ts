@@ -1,0 +1,124 @@
+/**
+ * FillSync: keeps the fills ledger equal to the service's fills. A pass reads
+ * pages newest first, following `nextCursor`, until it meets the stored
+ * high-water mark (or the oldest page, on the first pass: the backfill). Each
+ * page is stored with the cursor it leads to in one transaction, so a crash
+ * resumes the pass where it stopped; fill ids are stored once.
+ */
+import { Clock, Effect } from "effect"
+import { logEvent } from "../log/Logger.js"
+import { FillLedger, type LedgerFill, type PageProgress } from "../store/FillLedger.js"
+import { OrderJournal } from "../store/OrderJournal.js"
+import type { SvcError } from "../svc/Errors.js"
+import { SvcClient } from "../svc/SvcClient.js"
+import { EngineBus } from "./EngineBus.js"
+import { EngineSettings } from "./Settings.js"
+
+export interface SyncReport {
+  readonly pages: number
+  readonly newFills: number
+  /** True when the pass stopped at `maxPagesPerPass` and resumes from the stored cursor next time. */
+  readonly interrupted: boolean
+}
+
+export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
+  effect: Effect.gen(function* () {
+    const client = yield* SvcClient
+    const ledger = yield* FillLedger
+    const journal = yield* OrderJournal
+    const bus = yield* EngineBus
+    const settings = (yield* EngineSettings).fillSync
+    // One pass at a time: the trigger, the timer and reconciliation may all ask at once.
+    const lock = yield* Effect.makeSemaphore(1)
+
+    const announce = (fresh: ReadonlyArray<LedgerFill>) =>
+      Effect.forEach(
+        fresh,
+        (fill) =>
+          Effect.gen(function* () {
+            const order = fill.clientOrderId === null ? undefined : yield* journal.byClientOrderId(fill.clientOrderId)
+            if (order !== undefined && order.nextPollAt !== null) {
+              // A fill means the order's kind moved: poll it now rather than at its slow interval.
+              yield* journal.update(order.orderId, { nextPollAt: 0 }, yield* Clock.currentTimeMillis)
+            }
+            yield* bus.publishFill({ strategyId: order?.strategyId ?? null, tag: order?.tag ?? null, fill })
+          }),
+        { discard: true }
+      )
+
+    /** Reads pages from `before` until the high-water mark; stores each with its progress. */
+    const pass = (before: string | undefined, budget: number) =>
+      Effect.gen(function* () {
+        const state = yield* ledger.syncState
+        let cursor = before
+        let pages = 0
+        let newFills = 0
+        while (pages < budget) {
+          const page = yield* client.fillsPage(
+            cursor === undefined ? { limit: settings.pageLimit } : { limit: settings.pageLimit, before: cursor }
+          )
+          pages += 1
+          const first = page.fills[0]
+          const top = cursor === undefined && first !== undefined ? { fillId: first.fillId, time: first.time } : undefined
+          const metMark =
+            state.highWaterFillId !== null &&
+            page.fills.some(
+              (f) => f.fillId === state.highWaterFillId || (state.highWaterTime !== null && f.time < state.highWaterTime)
+            )
+          const done = metMark || page.nextCursor === null
+          const progress: PageProgress = done
+            ? top === undefined ? { _tag: "Complete" } : { _tag: "Complete", top }
+            : top === undefined
+              ? { _tag: "Continue", cursor: page.nextCursor! }
+              : { _tag: "Continue", cursor: page.nextCursor!, top }
+          const fresh = yield* ledger.storePage(page.fills, progress, yield* Clock.currentTimeMillis)
+          newFills += fresh.length
+          yield* announce(fresh)
+          if (done) return { pages, newFills, interrupted: false }
+          cursor = page.nextCursor!
+        }
+        return { pages, newFills, interrupted: true }
+      })
+
+    const syncOnce: Effect.Effect<SyncReport, SvcError> = lock.withPermits(1)(
+      Effect.gen(function* () {
+        const state = yield* ledger.syncState
+        let pages = 0
+        let newFills = 0
+        if (state.backfillCursor !== null) {
+          // Finish the interrupted pass first; the fresh pass below then stops at its top.
+          const resumed = yield* pass(state.backfillCursor, settings.maxPagesPerPass)
+          pages += resumed.pages
+          newFills += resumed.newFills
+          if (resumed.interrupted) return { pages, newFills, interrupted: true }
+        }
+        const fresh = yield* pass(undefined, settings.maxPagesPerPass - pages)
+        const report = { pages: pages + fresh.pages, newFills: newFills + fresh.newFills, interrupted: fresh.interrupted }
+        if (report.newFills > 0 || report.interrupted) yield* logEvent("fill.synced", { ...report })
+        return report
+      })
+    )
+
+    return {
+      syncOnce,
+      /** Passes until the ledger holds everything (a long backfill spans several bounded passes). */
+      syncAll: Effect.gen(function* () {
+        let total = { pages: 0, newFills: 0, interrupted: true }
+        for (let i = 0; total.interrupted && i < 1000; i++) {
+          const report = yield* syncOnce
+          total = { pages: total.pages + report.pages, newFills: total.newFills + report.newFills, interrupted: report.interrupted }
+        }
+        return total
+      }),
+      /** Background loop: a pass on every trigger (a fill was detected) and on the timer. */
+      loop: Effect.gen(function* () {
+        for (;;) {
+          yield* Effect.race(bus.awaitFillSyncTrigger, Effect.sleep(settings.intervalMs))
+          yield* syncOnce.pipe(
+            Effect.catchAll((error) => logEvent("request.failed", { what: "fills", error: error.message }))
+          )
+        }
+      })
+    }
+  })
+}) {}

@@ -1,0 +1,104 @@
+/**
+ * Engine settings: a plain options object the daemon maps its config file onto,
+ * and the resolved form every engine service reads.
+ */
+import { Context } from "effect"
+import type { RiskLimits } from "./Risk.js"
+
+export interface EngineOptions {
+  /** Path of the SQLite file (journal and fills ledger). */
+  readonly dbPath: string
+  readonly risk?: RiskLimits
+  /** Cancel every open order of the strategies when the engine stops. */
+  readonly cancelOnStop?: boolean
+  readonly tracker?: Partial<TrackerSettings>
+  readonly reconcile?: Partial<ReconcileSettings>
+  readonly fillSync?: Partial<FillSyncSettings>
+  readonly market?: Partial<MarketSettings>
+}
+
+export interface TrackerSettings {
+  /** How often the tracker looks for orders that are due a poll. */
+  readonly tickMs: number
+  /** Poll interval right after acceptance, while the order is likely to settle. */
+  readonly fastPollMs: number
+  /** How long after acceptance an order is polled fast. */
+  readonly fastWindowMs: number
+  /** Poll interval for orders resting on the book. */
+  readonly restingPollMs: number
+  /** From this many due orders on, one open-orders call replaces per-order status calls. */
+  readonly batchThreshold: number
+  /** Most status requests in flight at once. */
+  readonly concurrency: number
+}
+
+export interface ReconcileSettings {
+  /** Wait this long after a lost placement before looking for it (settlement is asynchronous). */
+  readonly settleDelayMs: number
+  /** A lost placement not found this long after it was sent is proven absent (`not_placed`). */
+  readonly absenceWindowMs: number
+  /** Period of the background reconciliation. */
+  readonly intervalMs: number
+  /** How far around the send time an order's creation time may lie to match a lost placement. */
+  readonly matchWindowMs: number
+}
+
+export interface FillSyncSettings {
+  /** Timer between fill syncs when nothing triggers one earlier. */
+  readonly intervalMs: number
+  /** Fills per page requested from the service. */
+  readonly pageLimit: number
+  /** Bound on pages read in one pass (a backfill resumes in the next pass beyond it). */
+  readonly maxPagesPerPass: number
+}
+
+export interface MarketSettings {
+  /** Exchange-info (pair rules) is refreshed this often. */
+  readonly pairsRefreshMs: number
+  /** A last price older than this is fetched again before a risk check. */
+  readonly priceMaxAgeMs: number
+  /** Spot balances are refreshed at least this often. */
+  readonly balancesRefreshMs: number
+}
+
+export interface ResolvedEngineSettings {
+  readonly dbPath: string
+  readonly risk: RiskLimits
+  readonly cancelOnStop: boolean
+  readonly tracker: TrackerSettings
+  readonly reconcile: ReconcileSettings
+  readonly fillSync: FillSyncSettings
+  readonly market: MarketSettings
+}
+
+export const defaultTracker: TrackerSettings = {
+  tickMs: 50,
+  fastPollMs: 250,
+  fastWindowMs: 3000,
+  restingPollMs: 2000,
+  batchThreshold: 5,
+  concurrency: 4
+}
+
+export const defaultReconcile: ReconcileSettings = {
+  settleDelayMs: 500,
+  absenceWindowMs: 5000,
+  intervalMs: 30_000,
+  matchWindowMs: 60_000
+}
+
+export const defaultFillSync: FillSyncSettings = { intervalMs: 5000, pageLimit: 500, maxPagesPerPass: 1000 }
+
+export const defaultMarket: MarketSettings = { pairsRefreshMs: 60_000, priceMaxAgeMs: 2000, balancesRefreshMs: 5000 }
+
+export const resolveSettings = (options: EngineOptions): ResolvedEngineSettings => ({
+  dbPath: options.dbPath,
+  risk: options.risk ?? {},
+  cancelOnStop: options.cancelOnStop ?? false,
+  tracker: { ...defaultTracker, ...options.tracker },
+  reconcile: { ...defaultReconcile, ...options.reconcile },
+  fillSync: { ...defaultFillSync, ...options.fillSync },
+  market: { ...defaultMarket, ...options.market }
+})
+
+export class EngineSettings extends Context.Tag("svcbot/EngineSettings")<EngineSettings, ResolvedEngineSettings>() {}

@@ -1,0 +1,188 @@
+/**
+ * The strategy host: runs each configured instance in its own fiber, feeds it
+ * market data, timers, order updates and fills one event at a time, stores its
+ * state after every event, and hands its intents to the engine. A handler that
+ * throws pauses its own instance only.
+ */
+import { schedule as scheduleCron } from "node-cron"
+import { Effect, Queue, Ref, type Scope } from "effect"
+import type { Decimal } from "../domain/Decimal.js"
+import type { Intent } from "../domain/Intent.js"
+import { logEvent } from "../log/Logger.js"
+import { StrategyStateStore } from "./StateStore.js"
+import {
+  deserializeState,
+  SCHEDULE_TIMER,
+  serializeState,
+  type Balance,
+  type CandleEvent,
+  type FillEvent,
+  type HandlerResult,
+  type OpenOrder,
+  type OrderUpdateEvent,
+  type PairRules,
+  type StrategyDefinition,
+  type StrategyView,
+  type TickerEvent,
+  type TimerEvent
+} from "./Strategy.js"
+
+/** What the host needs from the engine. */
+export interface TradingPort {
+  /** Journals, risk-checks and submits a strategy's intents; refusals come back as order updates. */
+  readonly submit: (strategyId: string, intents: ReadonlyArray<Intent>) => Effect.Effect<void>
+  /** The account as one strategy may see it. */
+  readonly accountView: (strategyId: string) => Effect.Effect<AccountView>
+}
+
+export interface AccountView {
+  readonly balances: ReadonlyMap<string, Balance>
+  readonly openOrders: ReadonlyMap<string, OpenOrder>
+  readonly pairs: ReadonlyMap<string, PairRules>
+}
+
+export type HostEvent =
+  | { readonly _tag: "Candle"; readonly event: CandleEvent }
+  | { readonly _tag: "Ticker"; readonly event: TickerEvent }
+  | { readonly _tag: "Timer"; readonly event: TimerEvent }
+  | { readonly _tag: "OrderUpdate"; readonly event: OrderUpdateEvent }
+  | { readonly _tag: "Fill"; readonly event: FillEvent }
+
+export interface InstanceSpec {
+  readonly id: string
+  readonly definition: StrategyDefinition
+  readonly params: unknown
+  readonly symbol: string
+  readonly schedule?: string | undefined
+}
+
+export interface RunningInstance {
+  readonly id: string
+  readonly symbol: string
+  readonly definition: StrategyDefinition
+  /** Queues an event; order updates and fills are never dropped, so this waits when the queue is full. */
+  readonly deliver: (event: HostEvent) => Effect.Effect<void>
+  /** Why the instance is paused, if it is. */
+  readonly pausedReason: Effect.Effect<string | undefined>
+  /** Open time of the newest candle the instance has been given. */
+  readonly lastCandleOpen: Effect.Effect<number | undefined>
+}
+
+/** How many events may wait for one instance; market data beyond it waits for the handler to catch up. */
+const QUEUE_CAPACITY = 1024
+
+const dispatch = (definition: StrategyDefinition, state: unknown, event: HostEvent, view: StrategyView): HandlerResult<unknown> | undefined => {
+  switch (event._tag) {
+    case "Candle":
+      return definition.onCandle?.(state, event.event, view)
+    case "Ticker":
+      return definition.onTicker?.(state, event.event, view)
+    case "Timer":
+      return definition.onTimer?.(state, event.event, view)
+    case "OrderUpdate":
+      return definition.onOrderUpdate?.(state, event.event, view)
+    case "Fill":
+      return definition.onFill?.(state, event.event, view)
+  }
+}
+
+/**
+ * Starts one strategy instance in the current scope: restores or initialises its
+ * state, starts its cron timer, and processes its events in a fiber of its own.
+ */
+export const runInstance = (
+  spec: InstanceSpec,
+  port: TradingPort,
+  lastPrices: () => ReadonlyMap<string, Decimal>,
+  now: () => number
+): Effect.Effect<RunningInstance, never, Scope.Scope | StrategyStateStore> =>
+  Effect.gen(function* () {
+    const store = yield* StrategyStateStore
+    const { definition } = spec
+    const queue = yield* Effect.acquireRelease(Queue.bounded<HostEvent>(QUEUE_CAPACITY), Queue.shutdown)
+    const paused = yield* Ref.make<string | undefined>(undefined)
+
+    const viewOf = (account: AccountView): StrategyView => ({
+      params: spec.params,
+      symbol: spec.symbol,
+      now: now(),
+      balances: account.balances,
+      openOrders: account.openOrders,
+      lastPrices: lastPrices(),
+      pairs: account.pairs
+    })
+
+    const stored = yield* store.load(spec.id)
+    let lastCandle: number | undefined = stored?.lastCandleOpen ?? undefined
+    let state: unknown
+    if (stored !== undefined && stored.strategy === definition.name) {
+      const restored = deserializeState(definition, stored.state)
+      if (restored._tag === "Right") {
+        state = restored.right
+      } else {
+        yield* logEvent("strategy.error", { strategy: spec.id, phase: "restore", error: restored.left.message, action: "started from init" })
+      }
+    }
+    if (state === undefined) {
+      const account = yield* port.accountView(spec.id)
+      try {
+        state = definition.init(spec.params, viewOf(account))
+      } catch (error) {
+        const reason = `init threw: ${error instanceof Error ? error.message : String(error)}`
+        yield* Ref.set(paused, reason)
+        yield* logEvent("strategy.error", { strategy: spec.id, phase: "init", error: reason })
+      }
+    }
+
+    const handle = (event: HostEvent) =>
+      Effect.gen(function* () {
+        if ((yield* Ref.get(paused)) !== undefined) return
+        if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) return
+        const view = viewOf(yield* port.accountView(spec.id))
+        let outcome: HandlerResult<unknown> | undefined
+        try {
+          outcome = dispatch(definition, state, event, view)
+        } catch (error) {
+          const reason = `${event._tag} handler threw: ${error instanceof Error ? error.message : String(error)}`
+          yield* Ref.set(paused, reason)
+          yield* store.markPaused(spec.id, reason, now())
+          yield* logEvent("strategy.error", { strategy: spec.id, event: event._tag, error: reason, action: "instance paused; the others go on" })
+          return
+        }
+        if (event._tag === "Candle") lastCandle = event.event.openTime
+        if (outcome === undefined) return
+        state = outcome.state
+        yield* store.save(
+          spec.id,
+          { strategy: definition.name, version: definition.version, state: serializeState(definition, state), lastCandleOpen: lastCandle ?? null },
+          now()
+        )
+        if (outcome.intents.length > 0) yield* port.submit(spec.id, outcome.intents)
+      })
+
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), handle)))
+
+    if (spec.schedule !== undefined && definition.onTimer !== undefined) {
+      const expression = spec.schedule
+      yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          scheduleCron(expression, (context) => {
+            Queue.unsafeOffer(queue, { _tag: "Timer", event: { name: SCHEDULE_TIMER, scheduledAt: context.date.getTime() } })
+          }, { name: `strategy:${spec.id}` })
+        ),
+        (task) => Effect.promise(async () => { await task.destroy() })
+      )
+    }
+
+    yield* logEvent("strategy.started", { strategy: spec.id, plugin: definition.name, version: definition.version, symbol: spec.symbol, restored: stored !== undefined })
+    yield* Effect.addFinalizer(() => logEvent("strategy.stopped", { strategy: spec.id }))
+
+    return {
+      id: spec.id,
+      symbol: spec.symbol,
+      definition,
+      deliver: (event) => Effect.asVoid(Queue.offer(queue, event)),
+      pausedReason: Ref.get(paused),
+      lastCandleOpen: Effect.sync(() => lastCandle)
+    }
+  })

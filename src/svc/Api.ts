@@ -1,0 +1,208 @@
+/**
+ * The answers of the SVC API as Effect Schemas, decoded from `Json.parse` output
+ * (numbers arrive as exact LosslessNumber tokens). Every amount becomes a
+ * `Decimal`, whether the server wrote it as a string or as a JSON number. Fields
+ * the Dialect does not name are kept on the decoded objects; a missing required
+ * field is a DecodeError naming the endpoint and the field's path.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import type { Decimal } from "../domain/Decimal.js"
+import { DecimalFromJsonNumber, DecimalFromString } from "../domain/DecimalSchema.js"
+import { isLosslessNumber, LosslessNumber, stringify } from "../domain/Json.js"
+import { Liquidity, OrderType, Side } from "./Dialect.js"
+import { DecodeError } from "./Errors.js"
+
+/** An amount: a decimal string or a JSON number, read digit for digit. */
+export const Amount = Schema.Union(DecimalFromString, DecimalFromJsonNumber)
+
+const JsonNumber = Schema.declare((u: unknown): u is LosslessNumber => isLosslessNumber(u), { identifier: "JsonNumber" })
+
+/** A JSON integer such as a time in epoch milliseconds. */
+export const JsonInteger = Schema.transformOrFail(JsonNumber, Schema.Int, {
+  strict: true,
+  decode: (token, _, ast) => {
+    const n = Number(token.value)
+    return /^-?\d+$/.test(token.value) && Number.isSafeInteger(n)
+      ? ParseResult.succeed(n)
+      : ParseResult.fail(new ParseResult.Type(ast, token, `expected a whole number, got ${token.value}`))
+  },
+  encode: (n) => ParseResult.succeed(new LosslessNumber(String(n)))
+})
+
+const OptionalAmount = Schema.optionalWith(Amount, { nullable: true, exact: true })
+
+export const Pair = Schema.Struct({
+  symbol: Schema.String,
+  base: Schema.String,
+  quote: Schema.String,
+  /** `trading` or `halted`; other statuses are passed through. */
+  status: Schema.String,
+  tickSize: Amount,
+  stepSize: Amount,
+  minBaseQty: Amount,
+  minNotional: Amount
+})
+export type Pair = typeof Pair.Type
+
+export const ExchangeInfo = Schema.Struct({ pairs: Schema.Array(Pair) })
+
+/** A spot wallet row: `balance` (a JSON number) is free to trade, `locked` (a string) is held by open orders. */
+export const WalletRow = Schema.Struct({
+  asset: Schema.String,
+  balance: Amount,
+  locked: Amount
+})
+export type WalletRow = typeof WalletRow.Type
+
+/** A funding wallet row: only `asset` is shown by the spec; amounts are read when present. */
+export const FundingRow = Schema.Struct({
+  asset: Schema.String,
+  balance: OptionalAmount,
+  locked: OptionalAmount
+})
+export type FundingRow = typeof FundingRow.Type
+
+export const OpenOrder = Schema.Struct({
+  clientOrderId: Schema.String,
+  symbol: Schema.String,
+  side: Side,
+  type: OrderType,
+  baseQty: Amount,
+  filledBaseQty: Amount,
+  limitPrice: OptionalAmount,
+  stopPrice: OptionalAmount,
+  /** Passed through as sent: a kind svcbot does not know is not an error. */
+  kind: Schema.String,
+  createdAt: JsonInteger
+})
+export type OpenOrder = typeof OpenOrder.Type
+
+export const FillRow = Schema.Struct({
+  fillId: Schema.String,
+  clientOrderId: Schema.NullOr(Schema.String),
+  symbol: Schema.String,
+  side: Side,
+  liquidity: Liquidity,
+  price: Amount,
+  baseQty: Amount,
+  quoteQty: Amount,
+  fee: Amount,
+  feeAsset: Schema.String,
+  /** Epoch milliseconds. */
+  time: JsonInteger
+})
+
+/** A fill, with `raw`: the row as exact JSON text (numbers digit for digit), for the ledger. */
+export type Fill = typeof FillRow.Type & { readonly raw: string }
+
+export const FillsAnswer = Schema.Struct({
+  fills: Schema.Array(Schema.Unknown),
+  nextCursor: Schema.NullOr(Schema.String)
+})
+
+export interface FillsPage {
+  /** Newest first. */
+  readonly fills: ReadonlyArray<Fill>
+  /** Pass as `before` for the next older page; null when there is none. */
+  readonly nextCursor: string | null
+}
+
+export const OrderStatus = Schema.Struct({
+  clientOrderId: Schema.String,
+  /** pending, resting, fill, rejected, cancelled, or a kind svcbot does not know (passed through). */
+  kind: Schema.String,
+  /** The reject code when kind is `rejected`. */
+  code: Schema.optionalWith(Schema.String, { nullable: true, exact: true }),
+  symbol: Schema.String,
+  side: Side,
+  type: OrderType,
+  baseQty: Amount,
+  filledBaseQty: Amount,
+  avgPrice: OptionalAmount
+})
+export type OrderStatus = typeof OrderStatus.Type
+
+export const PlacementAnswer = Schema.Struct({
+  clientOrderId: Schema.String,
+  status: Schema.Literal("accepted")
+})
+
+/** A placement the server accepted (HTTP 202); it settles afterwards. */
+export interface Accepted {
+  readonly clientOrderId: string
+  readonly status: "accepted"
+  /** Server-clock time the accepted request was signed and sent. */
+  readonly sentAtMs: number
+}
+
+export const CancelAnswer = Schema.Struct({
+  clientOrderId: Schema.String
+})
+export type CancelAnswer = typeof CancelAnswer.Type
+
+export const Ticker = Schema.Struct({
+  symbol: Schema.String,
+  price: Amount,
+  bid: OptionalAmount,
+  ask: OptionalAmount,
+  time: Schema.optionalWith(JsonInteger, { exact: true })
+})
+export type Ticker = typeof Ticker.Type
+
+export const Candle = Schema.Struct({
+  /** Epoch milliseconds of the candle's start. */
+  openTime: JsonInteger,
+  open: Amount,
+  high: Amount,
+  low: Amount,
+  close: Amount,
+  volume: Amount
+})
+export type Candle = typeof Candle.Type
+
+const Level = Schema.Tuple(Amount, Amount)
+
+/** Price levels, best first, each `[price, baseQty]`. */
+export const Depth = Schema.Struct({
+  symbol: Schema.String,
+  bids: Schema.Array(Level),
+  asks: Schema.Array(Level)
+})
+export type Depth = typeof Depth.Type
+
+export type DepthLevel = readonly [price: Decimal, baseQty: Decimal]
+
+const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>((out, key) => (typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`), "")
+
+/** Turns a schema failure into a DecodeError naming the endpoint and the first offending field. */
+export const decodeErrorOf = (endpoint: string, error: ParseResult.ParseError): DecodeError => {
+  const [first] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  return new DecodeError({ endpoint, field: first === undefined ? "" : formatPath(first.path), detail: first?.message ?? error.message })
+}
+
+/** A decoder for one endpoint's answer; unknown fields are kept. */
+export const decoderFor = <A, I>(schema: Schema.Schema<A, I>, endpoint: string) => {
+  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
+  return (json: unknown): Either.Either<A, DecodeError> => Either.mapLeft(decode(json), (error) => decodeErrorOf(endpoint, error))
+}
+
+const decodeFillRow = Schema.decodeUnknownEither(FillRow, { onExcessProperty: "preserve" })
+
+/** Decodes a fills answer, keeping each row's exact JSON text as `raw`. */
+export const decodeFillsPage = (endpoint: string) => {
+  const decodeAnswer = decoderFor(FillsAnswer, endpoint)
+  return (json: unknown): Either.Either<FillsPage, DecodeError> =>
+    Either.flatMap(decodeAnswer(json), (answer) => {
+      const fills: Array<Fill> = []
+      for (const [index, row] of answer.fills.entries()) {
+        const decoded = decodeFillRow(row)
+        if (Either.isLeft(decoded)) {
+          const error = decodeErrorOf(endpoint, decoded.left)
+          return Either.left(new DecodeError({ endpoint, field: `fills[${index}]${error.field === "" ? "" : `.${error.field}`}`, detail: error.detail }))
+        }
+        fills.push({ ...decoded.right, raw: stringify(row) })
+      }
+      return Either.right({ fills, nextCursor: answer.nextCursor })
+    })
+}
