@@ -100,8 +100,8 @@ const layOut = (state: State, price: Decimal, view: View, rules: PairRules): Han
     intents.push(intent)
     return true
   }
-  for (let i = empty - 1; i >= 0 && arm(i, "buy"); i--);
-  for (let i = empty + 1; i < prices.length && arm(i, "sell"); i++);
+  for (let i = empty - 1; i >= 0; i--) if (!arm(i, "buy")) break
+  for (let i = empty + 1; i < prices.length; i++) if (!arm(i, "sell")) break
   return result(state, intents)
 }
 

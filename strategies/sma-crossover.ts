@@ -13,7 +13,7 @@ import { Decimal, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import { smaPush, smaReady, smaValue, smaWindow, type SmaWindow } from "../src/strategy/indicators.js"
 import { FreeFunds, limitOrder, marketBuy, marketSell, positionChange, qtyForQuote, shiftBps, tradingPair } from "../src/strategy/orders.js"
-import { DecimalString, defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type StrategyView } from "../src/strategy/Strategy.js"
+import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type StrategyView } from "../src/strategy/Strategy.js"
 
 const Params = Schema.Struct({
   fastPeriod: Param.int("the number of candles in the fast average, 1 to 10000", { min: 1, max: 10000 }),
@@ -53,7 +53,7 @@ const StateSchema = Schema.mutable(
     fast: Window,
     slow: Window,
     trend: Schema.Number,
-    position: DecimalString,
+    position: DecimalFromString,
     entryTag: Schema.NullOr(Schema.String),
     entryCancelSent: Schema.Boolean,
     exitTag: Schema.NullOr(Schema.String),

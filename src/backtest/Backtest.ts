@@ -39,7 +39,8 @@ import {
   type PairRules,
   SCHEDULE_TIMER,
   type StrategyDefinition,
-  type StrategyView
+  type StrategyView,
+  type Handler
 } from "../strategy/Strategy.js"
 import { type Candle, type Fees, MatchingEngine, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
 import { computeMetrics, type Metrics, type RunFill } from "./Metrics.js"
@@ -162,6 +163,8 @@ class Run<P, S> {
   private readonly tracked = new Map<string, Tracked>()
   private readonly tagOf = new Map<string, string>()
   private readonly fillLog: Array<RunFill> = []
+  /** Order updates that answer intents at the moment they are placed: refusals and cancels. */
+  private readonly answers: Array<OrderUpdateEvent> = []
   private lastFillSeq = 0
   private intentsThisMoment = 0
   private state: S
@@ -200,8 +203,14 @@ class Run<P, S> {
     this.state = this.call("init", () => this.strategy.init(setup.params, this.view))
   }
 
-  get equityParts(): { readonly base: Decimal; readonly quote: Decimal } {
-    return { base: this.baseHeld, quote: this.quoteHeld }
+  /** Base held, free and locked. */
+  get base(): Decimal {
+    return this.baseHeld
+  }
+
+  /** Quote held, free and locked. */
+  get quote(): Decimal {
+    return this.quoteHeld
   }
 
   get fills(): ReadonlyArray<RunFill> {
@@ -259,15 +268,25 @@ class Run<P, S> {
     if (onTimer !== undefined) for (const at of timers) this.handle("onTimer", onTimer, { name: SCHEDULE_TIMER, scheduledAt: at })
   }
 
-  private handle<E>(name: string, handler: (state: S, event: E, view: StrategyView<P>) => { readonly state: S; readonly intents: ReadonlyArray<Intent> }, event: E): void {
-    const result = this.call(name, () => handler(this.state, event, this.view))
-    this.state = result.state
-    if (result.intents.length > 0) this.apply(result.intents)
+  /** Runs a handler and places its intents; refusals and cancels it causes are answered before this returns. */
+  private handle<E>(name: string, handler: Handler<S, E, P>, event: E): void {
+    this.invoke(name, handler, event)
+    const onOrderUpdate = this.strategy.onOrderUpdate
+    // A loop, not recursion: a strategy answering each refusal with a new order must not exhaust the stack.
+    for (let next = this.answers.shift(); next !== undefined; next = this.answers.shift()) {
+      if (onOrderUpdate !== undefined) this.invoke("onOrderUpdate", onOrderUpdate, next)
+    }
+  }
+
+  private invoke<E>(name: string, handler: Handler<S, E, P>, event: E): void {
+    const outcome = this.call(name, () => handler(this.state, event, this.view))
+    this.state = outcome.state
+    if (outcome.intents.length > 0) this.apply(outcome.intents)
   }
 
   private apply(intents: ReadonlyArray<Intent>): void {
     const now = this.view.now
-    const cancelled: Array<OrderUpdateEvent> = []
+    let cancelled = false
     for (const intent of intents) {
       this.intentsThisMoment += 1
       if (this.intentsThisMoment > MAX_INTENTS_PER_MOMENT) {
@@ -280,7 +299,10 @@ class Run<P, S> {
       }
       if (intent.type === "cancel") {
         const update = this.cancel(intent.tag, now)
-        if (update !== undefined) cancelled.push(update)
+        if (update !== undefined) {
+          this.answers.push(update)
+          cancelled = true
+        }
         continue
       }
       if (this.tracked.has(intent.tag)) {
@@ -297,10 +319,7 @@ class Run<P, S> {
       this.tagOf.set(placed.clientOrderId, intent.tag)
       this.openOrders.set(intent.tag, openOrderOf(intent, placed.clientOrderId))
     }
-    if (cancelled.length === 0) return
-    this.refreshBalances()
-    const onOrderUpdate = this.strategy.onOrderUpdate
-    if (onOrderUpdate !== undefined) for (const update of cancelled) this.handle("onOrderUpdate", onOrderUpdate, update)
+    if (cancelled) this.refreshBalances()
   }
 
   /**
@@ -326,8 +345,7 @@ class Run<P, S> {
 
   private refused(tag: string, code: string): void {
     this.counts.refused += 1
-    const onOrderUpdate = this.strategy.onOrderUpdate
-    if (onOrderUpdate !== undefined) this.handle("onOrderUpdate", onOrderUpdate, { tag, kind: "refused", code, filledBaseQty: ZERO })
+    this.answers.push({ tag, kind: "refused", code, filledBaseQty: ZERO })
   }
 
   /** New fills, then orders whose kind or filled quantity changed. */
@@ -428,8 +446,8 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const interval = intervalName(intervalMs)
     const matches = scheduleMatcher(setup.schedule)
     const run = new Run(setup, first.open, first.openTimeMs)
-    const initial = run.equityParts
-    const initialEquity = initial.quote.plus(initial.base.mul(first.open))
+    const initialBase = run.base
+    const initialEquity = run.quote.plus(initialBase.mul(first.open))
     const equity = new Array<Decimal>(candles.length)
     const noTimers: ReadonlyArray<number> = []
     let inMarketCandles = 0
@@ -457,7 +475,8 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
         },
         timers
       )
-      const { base, quote } = run.equityParts
+      const base = run.base
+      const quote = run.quote
       if (base.isZero()) {
         equity[i] = quote
       } else {
@@ -473,7 +492,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
       intervalMs,
       fromMs: first.openTimeMs,
       initialEquity,
-      initialBase: initial.base,
+      initialBase,
       initialPrice: first.open,
       equity,
       inMarketCandles,

@@ -57,7 +57,7 @@ const KLINE_COLUMNS = 12
 /** Epoch milliseconds have 13 digits until the year 2286; 16 digits are microseconds. */
 const MICROSECOND_DIGITS = 16
 
-const looksLikeHeader = (cells: ReadonlyArray<string>): boolean => cells[0] !== undefined && !INTEGER.test(cells[0])
+const looksLikeHeader = (cells: ReadonlyArray<string>): boolean => cells[0] !== undefined && /^[A-Za-z_]/.test(cells[0])
 
 const readTime = (cell: string): number | string => {
   if (!INTEGER.test(cell)) return `open time ${JSON.stringify(cell)} is not an integer count of milliseconds`
@@ -82,7 +82,8 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
     else moreProblems++
   }
   const candles: Array<Candle> = []
-  const rows: Array<number> = []
+  /** Every row with a readable time, valid values or not, so that order and gaps are checked on all of them. */
+  const times: Array<{ readonly row: number; readonly time: number }> = []
   const lines = text.split(/\r?\n/)
   let columns: number | undefined
   for (let index = 0; index < lines.length; index++) {
@@ -107,6 +108,7 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
       problem(row, time)
       continue
     }
+    times.push({ row, time })
     const values: Array<Decimal> = []
     let numeric = true
     for (let f = 1; f < FIELDS.length; f++) {
@@ -125,14 +127,12 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
     else if (close.gt(high) || close.lt(low)) problem(row, `close ${close.toFixed()} is outside low..high`)
     else if (low.lte(0)) problem(row, `low ${low.toFixed()} is not a positive price`)
     candles.push({ openTimeMs: time, open, high, low, close, volume })
-    rows.push(row)
   }
   if (candles.length === 0 && problems.length === 0) problem(1, "no candles")
-  const intervalMs = options.intervalMs ?? inferInterval(candles)
-  for (let i = 1; i < candles.length; i++) {
-    const previous = candles[i - 1]!.openTimeMs
-    const current = candles[i]!.openTimeMs
-    const row = rows[i]!
+  const intervalMs = options.intervalMs ?? inferInterval(times)
+  for (let i = 1; i < times.length; i++) {
+    const previous = times[i - 1]!.time
+    const { row, time: current } = times[i]!
     if (current === previous) problem(row, `duplicate open time ${current}`)
     else if (current < previous) problem(row, `open time ${current} is before the previous row's ${previous} (rows must be sorted)`)
     else if (current - previous !== intervalMs) {
@@ -146,16 +146,14 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
     }
   }
   return problems.length > 0
-    ? Either.left(new CandleDataInvalid({ source: options.source, problems, moreProblems }))
+    ? Either.left(new CandleDataInvalid({ source: options.source, problems: problems.sort((a, b) => a.row - b.row), moreProblems }))
     : Either.right({ candles, intervalMs })
 }
 
-const inferInterval = (candles: ReadonlyArray<Candle>): number => {
-  const first = candles[0]
-  const second = candles[1]
-  return first !== undefined && second !== undefined && second.openTimeMs > first.openTimeMs
-    ? second.openTimeMs - first.openTimeMs
-    : ONE_MINUTE_MS
+const inferInterval = (times: ReadonlyArray<{ readonly time: number }>): number => {
+  const first = times[0]
+  const second = times[1]
+  return first !== undefined && second !== undefined && second.time > first.time ? second.time - first.time : ONE_MINUTE_MS
 }
 
 /** Keeps candles whose open time lies in [fromMs, toMs). */

@@ -276,3 +276,17 @@ export const metricsFromJson = (json: Record<string, unknown>): Metrics => {
     turnoverRatio: ratio("turnoverRatio")
   }
 }
+
+/** A fill as JSON: amounts as exact decimal strings, as the venue's fills answer writes them. */
+export const fillToJson = (fill: RunFill): Record<string, string | number> => ({
+  timeMs: fill.timeMs,
+  tag: fill.tag,
+  clientOrderId: fill.clientOrderId,
+  side: fill.side,
+  price: toJsonNumber(fill.price),
+  baseQty: toJsonNumber(fill.baseQty),
+  quoteQty: toJsonNumber(fill.quoteQty),
+  fee: toJsonNumber(fill.fee),
+  feeAsset: fill.feeAsset,
+  liquidity: fill.liquidity
+})

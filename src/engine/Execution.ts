@@ -4,7 +4,7 @@
  * answer makes the order `unknown` for reconciliation; it is never re-sent here.
  */
 import { Clock, Effect, FiberSet, Ref } from "effect"
-import { Decimal, ZERO } from "../domain/Decimal.js"
+import { ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import { isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import type { EventName } from "../log/Events.js"
@@ -178,9 +178,9 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         case "stop-limit":
           return client.placeStopLimit({ ...base, baseQty: row.baseQty!, limitPrice: row.limitPrice!, stopPrice: row.stopPrice! })
         case "market":
-          return row.quoteOrderQty !== null
-            ? client.placeMarket({ ...base, quoteOrderQty: row.quoteOrderQty, maxSlippageBps: row.maxSlippageBps! })
-            : client.placeMarket({ ...base, baseQty: row.baseQty!, maxSlippageBps: row.maxSlippageBps! })
+          return row.side === "buy"
+            ? client.placeMarket({ symbol: row.symbol, side: "buy", quoteOrderQty: row.quoteOrderQty!, maxSlippageBps: row.maxSlippageBps! })
+            : client.placeMarket({ symbol: row.symbol, side: "sell", baseQty: row.baseQty!, maxSlippageBps: row.maxSlippageBps! })
       }
     }
 
@@ -344,8 +344,10 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     return {
       /** Journals and sends a strategy's intents in order; each is Approved (journaled) or Refused (with the reason). */
       submit: (strategyId: string, intents: ReadonlyArray<Intent>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
-        Effect.forEach(intents, (intent) =>
-          intent.type === "cancel" ? submitCancel(strategyId, intent.tag) : submitPlacement(strategyId, intent)
+        Effect.forEach(
+          intents,
+          (intent): Effect.Effect<SubmitResult> =>
+            intent.type === "cancel" ? submitCancel(strategyId, intent.tag) : submitPlacement(strategyId, intent)
         ),
       /** Sends an order journaled in state `intent` (used by the startup reconcile for intents a crash left unsent). */
       send: (order: OrderRow) => FiberSet.run(sends, send(order)),
@@ -358,5 +360,3 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     }
   })
 }) {}
-
-export { Decimal }

@@ -9,12 +9,12 @@
  * that picks alert events out of the ordinary `logEvent` lines.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Chunk, Clock, Data, Duration, Effect, HashMap, Layer, Logger, Queue, Redacted, Schedule } from "effect"
+import { Chunk, Clock, Data, Duration, Effect, Fiber, FiberRef, FiberRefs, HashMap, HashSet, Layer, Logger, LogLevel, Queue, Redacted, Ref, Schedule } from "effect"
 import { Decimal, toJsonNumber } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"
 import { EventCatalog, isEventName, type EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
-import { maskKeyFields, scrub } from "../log/Redaction.js"
+import { maskKeyFields, registerSecret, scrub } from "../log/Redaction.js"
 
 /** The events that page an operator unless the configuration names others. */
 export const DEFAULT_ALERT_EVENTS: ReadonlyArray<EventName> = [
@@ -131,13 +131,32 @@ const parseReceiver = (url: string): Effect.Effect<string, AlertWebhookUrlInvali
     Effect.map((parsed) => parsed.host)
   )
 
+/**
+ * The loggers of the fiber that raised an alert. The delivery fiber is forked when the
+ * layer is built, possibly before the application's logger is installed; its
+ * alert.sent and alert.failed lines go where the alert event itself went.
+ */
+interface LogContext {
+  readonly loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>
+  readonly minimumLevel: LogLevel.LogLevel
+}
+
 interface QueuedAlert {
   readonly event: EventName
   readonly fields: Record<string, unknown>
   readonly time: Date
+  readonly log: LogContext
 }
 
-const describe = (cause: unknown): string => {
+const currentLogContext: Effect.Effect<LogContext> = Effect.all({
+  loggers: FiberRef.get(FiberRef.currentLoggers),
+  minimumLevel: FiberRef.get(FiberRef.currentMinimumLogLevel)
+})
+
+const withLogContext = (log: LogContext) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  effect.pipe(Effect.locally(FiberRef.currentLoggers, log.loggers), Effect.locally(FiberRef.currentMinimumLogLevel, log.minimumLevel))
+
+const describeError = (cause: unknown): string => {
   if (typeof cause === "object" && cause !== null && "_tag" in cause) {
     const tag = String(cause._tag)
     const reason = "reason" in cause ? String(cause.reason) : undefined
@@ -153,6 +172,7 @@ export class AlertWebhook extends Effect.Service<AlertWebhook>()("svcbot/AlertWe
       const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
       // Only the host is ever logged: the path of a chat webhook is its credential.
       const receiver = yield* parseReceiver(url)
+      registerSecret(url)
       const alertEvents: ReadonlySet<string> = new Set(options.events ?? DEFAULT_ALERT_EVENTS)
       const maxAttempts = Math.max(1, options.maxAttempts ?? 5)
       const attemptTimeout = Duration.millis(options.attemptTimeoutMs ?? 5000)
@@ -172,7 +192,7 @@ export class AlertWebhook extends Effect.Service<AlertWebhook>()("svcbot/AlertWe
           )
           .pipe(
             Effect.flatMap((response) => Effect.as(Effect.ignore(response.text), response.status)),
-            Effect.mapError((error) => new AlertDeliveryFailed({ reason: describe(error), retryable: true })),
+            Effect.mapError((error) => new AlertDeliveryFailed({ reason: describeError(error), retryable: true })),
             Effect.timeoutFail({
               duration: attemptTimeout,
               onTimeout: () => new AlertDeliveryFailed({ reason: `no answer within ${Duration.format(attemptTimeout)}`, retryable: true })
@@ -207,12 +227,21 @@ export class AlertWebhook extends Effect.Service<AlertWebhook>()("svcbot/AlertWe
           )
         })
 
+      const deliver = (alert: QueuedAlert) => send(alert.event, alert.fields, alert.time).pipe(withLogContext(alert.log))
       const queue = yield* Queue.dropping<QueuedAlert>(options.queueCapacity ?? 100)
-      yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), (alert) => send(alert.event, alert.fields, alert.time))))
-      // Added after the worker, so it runs before the worker is interrupted.
+      const inFlight = yield* Ref.make<QueuedAlert | undefined>(undefined)
+      const takeNext = Effect.uninterruptibleMask((restore) => restore(Queue.take(queue)).pipe(Effect.tap((alert) => Ref.set(inFlight, alert))))
+      const worker = yield* Effect.forkScoped(
+        Effect.forever(takeNext.pipe(Effect.flatMap(deliver), Effect.zipRight(Ref.set(inFlight, undefined))))
+      )
+      // At shutdown the alert being delivered is sent again from the start rather than lost
+      // (a receiver may see it twice), then the queue is drained, all within a bound.
       yield* Effect.addFinalizer(() =>
-        Queue.takeAll(queue).pipe(
-          Effect.flatMap((pending) => Effect.forEach(Chunk.toReadonlyArray(pending), (alert) => send(alert.event, alert.fields, alert.time), { discard: true })),
+        Fiber.interrupt(worker).pipe(
+          Effect.zipRight(Effect.zip(Ref.get(inFlight), Queue.takeAll(queue))),
+          Effect.flatMap(([current, pending]) =>
+            Effect.forEach([...(current === undefined ? [] : [current]), ...Chunk.toReadonlyArray(pending)], deliver, { discard: true })
+          ),
           Effect.timeout(Duration.millis(options.flushTimeoutMs ?? 10_000)),
           Effect.ignore
         )
@@ -223,16 +252,20 @@ export class AlertWebhook extends Effect.Service<AlertWebhook>()("svcbot/AlertWe
       /** Queues the event for delivery when it is an alert event; never waits for the receiver. */
       const notify = (event: EventName, fields: Record<string, unknown> = {}): Effect.Effect<void> =>
         isAlertEvent(event)
-          ? Effect.flatMap(Clock.currentTimeMillis, (now) => Queue.offer(queue, { event, fields, time: new Date(now) }))
+          ? Effect.flatMap(Effect.zip(Clock.currentTimeMillis, currentLogContext), ([now, log]) => Queue.offer(queue, { event, fields, time: new Date(now), log }))
           : Effect.void
 
       /** An Effect logger that queues every alert event logged through `logEvent`. */
-      const logger = Logger.make<unknown, void>(({ annotations, date, message }) => {
+      const logger = Logger.make<unknown, void>(({ annotations, context, date, message }) => {
         const first = Array.isArray(message) ? message[0] : message
         if (typeof first !== "string" || !isAlertEvent(first)) return
         const fields: Record<string, unknown> = {}
         for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = value
-        queue.unsafeOffer({ event: first, fields, time: date })
+        const log: LogContext = {
+          loggers: FiberRefs.getOrDefault(context, FiberRef.currentLoggers),
+          minimumLevel: FiberRefs.getOrDefault(context, FiberRef.currentMinimumLogLevel)
+        }
+        queue.unsafeOffer({ event: first, fields, time: date, log })
       })
 
       return { send, notify, logger, events: alertEvents } as const

@@ -100,6 +100,12 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
          WHERE o.strategy_id = ? ORDER BY f.time, f.fill_id`
       ),
       has: sqlite.prepare("SELECT 1 FROM fills WHERE fill_id = ?"),
+      orphans: sqlite.prepare(
+        `SELECT client_order_id AS clientOrderId, MIN(time) AS firstTime FROM fills
+         WHERE client_order_id IS NOT NULL
+           AND client_order_id NOT IN (SELECT client_order_id FROM orders WHERE client_order_id IS NOT NULL)
+         GROUP BY client_order_id ORDER BY firstTime`
+      ),
       count: sqlite.prepare("SELECT COUNT(*) AS n FROM fills")
     }
 
@@ -183,6 +189,8 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
       all: Effect.sync(() => (q.all.all() as Array<RawFill>).map(toFill)),
       forOrder: (clientOrderId: string) => Effect.sync(() => (q.byOrder.all(clientOrderId) as Array<RawFill>).map(toFill)),
       forStrategy: (strategyId: string) => Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawFill>).map(toFill)),
+      /** Orders the ledger has fills of but the journal does not know, with their first fill's time. */
+      orphanOrders: Effect.sync(() => q.orphans.all() as Array<{ clientOrderId: string; firstTime: number }>),
       has: (fillId: string) => Effect.sync(() => q.has.get(fillId) !== undefined),
       count: Effect.sync(() => (q.count.get() as { n: number }).n)
     }

@@ -194,6 +194,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       ),
       byId: sqlite.prepare("SELECT * FROM orders WHERE order_id = ?"),
       byClientOrderId: sqlite.prepare("SELECT * FROM orders WHERE client_order_id = ?"),
+      inFlight: sqlite.prepare("SELECT 1 FROM orders WHERE state IN ('submitting', 'unknown') LIMIT 1"),
       byIntent: sqlite.prepare("SELECT * FROM orders WHERE intent_id = ?"),
       latestByTag: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? AND tag = ? ORDER BY order_id DESC LIMIT 1"),
       intentsByTag: sqlite.prepare("SELECT COUNT(*) AS n FROM intents WHERE strategy_id = ? AND tag = ?"),
@@ -339,21 +340,27 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
           })()
         ),
 
-      /** Adopts an open order the journal does not know (placed by hand or by another program) as `external`. */
+      /**
+       * Adopts an open order the journal does not know (placed by hand or by another program) as `external`.
+       * Returns undefined, adopting nothing, while any placement of ours is being sent or is unknown:
+       * that order may be ours and is left to reconciliation.
+       */
       adoptExternal: (order: {
         readonly clientOrderId: string
         readonly symbol: string
         readonly side: Side
         readonly type: OrderType
         readonly kind: string
-        readonly baseQty: Decimal
+        readonly baseQty?: Decimal | undefined
+        readonly quoteOrderQty?: Decimal | undefined
         readonly filledBaseQty: Decimal
         readonly limitPrice?: Decimal | undefined
         readonly stopPrice?: Decimal | undefined
         readonly now: number
-      }): Effect.Effect<OrderRow> =>
+      }): Effect.Effect<OrderRow | undefined> =>
         Effect.sync(() =>
           sqlite.transaction(() => {
+            if (q.byClientOrderId.get(order.clientOrderId) !== undefined || q.inFlight.get() !== undefined) return undefined
             const state: OrderState = order.kind === "resting" ? "resting" : order.kind === "pending" ? "pending" : "accepted"
             const result = q.insertOrder.run({
               intentId: null,
@@ -366,8 +373,8 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
               symbol: order.symbol,
               side: order.side,
               type: order.type,
-              baseQty: order.baseQty.toFixed(),
-              quoteOrderQty: null,
+              baseQty: text(order.baseQty),
+              quoteOrderQty: text(order.quoteOrderQty),
               limitPrice: text(order.limitPrice),
               stopPrice: text(order.stopPrice),
               maxSlippageBps: null,

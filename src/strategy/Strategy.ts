@@ -8,6 +8,7 @@
 import { Data, Either, ParseResult, Schema, SchemaAST } from "effect"
 import { LosslessNumber } from "lossless-json"
 import { Decimal, fromJsNumber, fromString, InvalidDecimal } from "../domain/Decimal.js"
+import { DecimalFromString } from "../domain/DecimalSchema.js"
 import type { Intent } from "../domain/Intent.js"
 import type { Liquidity, OrderKind, OrderType, Side } from "../svc/Dialect.js"
 
@@ -159,7 +160,7 @@ export interface StrategyDefinition<P = any, S = any> {
   /**
    * Encodes the state to JSON-safe values and back; the host stores
    * `serializeState` and restores with `deserializeState`. Decimals go through
-   * `DecimalString`.
+   * `DecimalFromString`.
    */
   readonly state: Schema.Schema<S, any>
   /** Called only when the instance has no stored state. Orders are placed from the first event on. */
@@ -200,24 +201,19 @@ export const result = <S>(state: S, intents: ReadonlyArray<Intent> = NO_INTENTS)
 // ---------------------------------------------------------------------------
 // Schemas for params and state
 
-const DecimalFromSelf = Schema.declare((value: unknown): value is Decimal => Decimal.isDecimal(value), {
-  identifier: "Decimal"
-})
+const DecimalFromSelf = Schema.typeSchema(DecimalFromString)
+
+/** Decimals in state are stored as their exact decimal strings. */
+export { DecimalFromString }
 
 const parseDecimal = (text: string, ast: SchemaAST.AST, actual: unknown) => {
   try {
     return ParseResult.succeed(fromString(text))
   } catch (error) {
-    return ParseResult.fail(new ParseResult.Type(ast, actual, error instanceof InvalidDecimal ? error.problem : String(error)))
+    if (!(error instanceof InvalidDecimal)) throw error
+    return ParseResult.fail(new ParseResult.Type(ast, actual, `${JSON.stringify(text)} is not a decimal number such as 12.345`))
   }
 }
-
-/** A Decimal stored as its exact decimal string (state encoding). */
-export const DecimalString = Schema.transformOrFail(Schema.String, DecimalFromSelf, {
-  strict: true,
-  decode: (text, _, ast) => parseDecimal(text, ast, text),
-  encode: (value) => ParseResult.succeed(value.toFixed())
-})
 
 /**
  * A config number read exactly: a decimal string ("0.5"), a JSON number token
@@ -282,10 +278,12 @@ export const Param = {
     ),
   /** One of a few words. */
   choice: <const L extends readonly [string, ...Array<string>]>(description: string, ...choices: L) =>
-    Schema.Literal(...choices).annotations({
-      description,
-      message: (issue) => `${JSON.stringify(issue.actual)} is not one of ${choices.map((c) => JSON.stringify(c)).join(", ")}`
-    }),
+    Schema.String.pipe(
+      Schema.filter((value): value is L[number] => (choices as ReadonlyArray<string>).includes(value), {
+        description,
+        message: (issue) => `${JSON.stringify(issue.actual)} is not one of ${choices.map((c) => JSON.stringify(c)).join(", ")}`
+      })
+    ),
   /** An asset ticker such as "BTC". */
   asset: (description: string) =>
     Schema.String.pipe(

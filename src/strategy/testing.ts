@@ -4,7 +4,7 @@
  */
 import { Decimal, from } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
-import type { OrderKind, OrderType, Side } from "../svc/Dialect.js"
+import type { OrderKind, Side } from "../svc/Dialect.js"
 import type { CandleEvent, FillEvent, OpenOrder, OrderUpdateEvent, OrderUpdateKind, PairRules, StrategyView } from "./Strategy.js"
 
 type Amount = Decimal | string
@@ -57,15 +57,13 @@ export const viewOf = <P>(input: ViewInput<P>): StrategyView<P> => ({
 /** The open order an accepted placement intent becomes (resting, nothing filled). */
 export const openOrderOf = (intent: Intent, kind: OrderKind = "resting"): OpenOrder => {
   if (intent.type === "cancel") throw new Error("a cancel intent is not an order")
-  const type: OrderType = intent.type
-  const side: Side = intent.side
   return {
     tag: intent.tag,
     clientOrderId: `coid-${intent.tag}`,
     symbol: intent.symbol,
-    side,
-    type,
-    baseQty: intent.type === "market" && intent.side === "buy" ? new Decimal(0) : (intent as { baseQty: Decimal }).baseQty,
+    side: intent.side,
+    type: intent.type,
+    baseQty: intent.type !== "market" || intent.side === "sell" ? intent.baseQty : new Decimal(0),
     filledBaseQty: new Decimal(0),
     ...(intent.type !== "market" ? { limitPrice: intent.limitPrice } : {}),
     ...(intent.type === "stop-limit" ? { stopPrice: intent.stopPrice } : {}),

@@ -67,7 +67,9 @@ export const OpenOrder = Schema.Struct({
   symbol: Schema.String,
   side: Side,
   type: OrderType,
-  baseQty: Amount,
+  /** Absent for a market buy until it settles: it names a quote amount instead. */
+  baseQty: OptionalAmount,
+  quoteOrderQty: OptionalAmount,
   filledBaseQty: Amount,
   limitPrice: OptionalAmount,
   stopPrice: OptionalAmount,
@@ -116,7 +118,9 @@ export const OrderStatus = Schema.Struct({
   symbol: Schema.String,
   side: Side,
   type: OrderType,
-  baseQty: Amount,
+  /** Absent for a market buy until it settles: it names a quote amount instead. */
+  baseQty: OptionalAmount,
+  quoteOrderQty: OptionalAmount,
   filledBaseQty: Amount,
   avgPrice: OptionalAmount
 })
@@ -136,7 +140,9 @@ export interface Accepted {
 }
 
 export const CancelAnswer = Schema.Struct({
-  clientOrderId: Schema.String
+  clientOrderId: Schema.String,
+  /** The order's kind after the cancel, when the server tells it. */
+  kind: Schema.optionalWith(Schema.String, { nullable: true, exact: true })
 })
 export type CancelAnswer = typeof CancelAnswer.Type
 
@@ -159,6 +165,9 @@ export const Candle = Schema.Struct({
   volume: Amount
 })
 export type Candle = typeof Candle.Type
+
+/** `{symbol, interval, candles: [...]}`, oldest first. */
+export const CandlesAnswer = Schema.Struct({ candles: Schema.Array(Candle) })
 
 const Level = Schema.Tuple(Amount, Amount)
 

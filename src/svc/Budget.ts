@@ -74,6 +74,8 @@ export interface Ticket {
   readonly id: number
   readonly demand: Demand
   readonly weight: number
+  /** Whether `weight` is a guess: the endpoint's weight was not learned yet. */
+  readonly guessed: boolean
   /** Server-clock time of admission: the request is signed and sent right after. */
   readonly admittedAtMs: number
   readonly probe: boolean
@@ -110,11 +112,17 @@ export type Decision =
   | { readonly _tag: "Wait"; readonly untilMs: number; readonly reason: "weight" | "orders10s" | "held" | "first-answer" | "priority" }
   | { readonly _tag: "Refuse"; readonly error: AuthBlocked | CircuitOpen | RateLimited }
 
-/** Used count and limit of one fixed window kind, as last reported by the server. */
+/**
+ * Used count and limit of one fixed window kind, as last reported by the server.
+ * A request whose window is uncertain (answered across a boundary, or lost) is
+ * charged provisionally to the current window; a total reported by a request
+ * admitted after that charge was known already includes it, so it drops out.
+ */
 class WindowCount {
   window = Number.NEGATIVE_INFINITY
-  used = 0
   limit: number | undefined
+  private reported = 0
+  private provisional: Array<{ readonly atMs: number; readonly amount: number }> = []
   /** Running totals reported in the current window, ascending: the base of weight learning. */
   private totals: Array<number> = []
 
@@ -125,22 +133,34 @@ class WindowCount {
   }
 
   usedIn(window: number): number {
-    return window === this.window ? this.used : window > this.window ? 0 : this.used
+    if (window < this.window) return Number.POSITIVE_INFINITY
+    if (window > this.window) return 0
+    let used = this.reported
+    for (const charge of this.provisional) used += charge.amount
+    return used
+  }
+
+  private enter(window: number): boolean {
+    if (window < this.window) return false
+    if (window > this.window) {
+      this.window = window
+      this.reported = 0
+      this.provisional = []
+      this.totals = []
+    }
+    return true
   }
 
   /**
-   * Records a total reported by an answer in `window`; returns the gap to the next
-   * lower total of the window (an upper bound of the weight just charged), or
-   * undefined when it says nothing about that weight.
+   * Records the total reported by an answer counted in `window` for a request
+   * admitted at `admittedAtMs`; returns the gap to the next lower total of the
+   * window (an upper bound of the weight just charged), or undefined when it says
+   * nothing about that weight.
    */
-  report(window: number, total: number): number | undefined {
-    if (window < this.window) return undefined
-    if (window > this.window) {
-      this.window = window
-      this.used = 0
-      this.totals = []
-    }
-    this.used = Math.max(this.used, total)
+  report(window: number, total: number, admittedAtMs: number): number | undefined {
+    if (!this.enter(window)) return undefined
+    this.reported = Math.max(this.reported, total)
+    this.provisional = this.provisional.filter((charge) => charge.atMs > admittedAtMs)
     let low = 0
     let high = this.totals.length
     while (low < high) {
@@ -154,15 +174,9 @@ class WindowCount {
     return total - below
   }
 
-  /** A request that got no answer may have been counted: assume it was. */
-  charge(window: number, amount: number): void {
-    if (window < this.window) return
-    if (window > this.window) {
-      this.window = window
-      this.used = 0
-      this.totals = []
-    }
-    this.used += amount
+  /** Counts `amount` in `window` until an answer sent after `atMs` reports a total that includes it. */
+  charge(window: number, amount: number, atMs: number): void {
+    if (this.enter(window)) this.provisional.push({ atMs, amount })
   }
 }
 
@@ -195,6 +209,7 @@ export class Governor {
   private readonly inFlight = new Map<number, Ticket>()
   private inFlightWeight = 0
   private inFlightOrders = 0
+  private inFlightUnlearned = 0
   private nextId = 1
   private readonly heldUntil = new Map<Resource, number>()
   private blockedUntil = 0
@@ -240,12 +255,15 @@ export class Governor {
     }
 
     const guarded = now - this.options.windowGuardMs
-    const window = this.weight.windowOf(guarded)
+    // Inside the guard the old window still binds, unless an answer already came from the new one.
+    const window = Math.max(this.weight.windowOf(guarded), Math.min(this.weight.window, this.weight.windowOf(now)))
     const nextWindowAt = (window + 1) * this.weight.windowMs + this.options.windowGuardMs
     // Until the first answer tells the limit, requests go one at a time.
     if (this.weight.limit === undefined) {
       return this.inFlight.size === 0 ? this.admit(demand, weight, now) : { _tag: "Wait", untilMs: nextWindowAt, reason: "first-answer" }
     }
+    // An endpoint whose weight is still a guess goes one request at a time until an answer teaches it.
+    if (!this.learned.has(endpoint) && this.inFlightUnlearned > 0) return { _tag: "Wait", untilMs: nextWindowAt, reason: "first-answer" }
     for (let higher = 0; higher < rank; higher++) {
       if (this.waitingByRank[higher]! > 0) return { _tag: "Wait", untilMs: nextWindowAt, reason: "priority" }
     }
@@ -256,7 +274,7 @@ export class Governor {
     if (!fits) return { _tag: "Wait", untilMs: nextWindowAt, reason: "weight" }
 
     if (demand.placement) {
-      const orderWindow = this.orders10s.windowOf(guarded)
+      const orderWindow = Math.max(this.orders10s.windowOf(guarded), Math.min(this.orders10s.window, this.orders10s.windowOf(now)))
       const limit10s = this.orders10s.limit
       if (limit10s !== undefined && this.orders10s.usedIn(orderWindow) + this.inFlightOrders + 1 > limit10s) {
         return { _tag: "Wait", untilMs: (orderWindow + 1) * this.orders10s.windowMs + this.options.windowGuardMs, reason: "orders10s" }
@@ -274,10 +292,11 @@ export class Governor {
   private admit(demand: Demand, weight: number, now: number): Decision {
     const probe = this.circuitOpenUntil !== undefined
     if (probe) this.probing = true
-    const ticket: Ticket = { id: this.nextId++, demand, weight, admittedAtMs: now, probe }
+    const ticket: Ticket = { id: this.nextId++, demand, weight, guessed: !this.learned.has(demand.endpoint), admittedAtMs: now, probe }
     this.inFlight.set(ticket.id, ticket)
     this.inFlightWeight += weight
     if (demand.placement) this.inFlightOrders += 1
+    if (ticket.guessed) this.inFlightUnlearned += 1
     return { _tag: "Admit", ticket }
   }
 
@@ -294,13 +313,15 @@ export class Governor {
     if (!this.inFlight.delete(ticket.id)) return
     this.inFlightWeight -= ticket.weight
     if (ticket.demand.placement) this.inFlightOrders -= 1
+    if (ticket.guessed) this.inFlightUnlearned -= 1
     if (ticket.probe) this.probing = false
 
     if (outcome._tag === "Lost") {
-      this.weight.charge(this.weight.windowOf(ticket.admittedAtMs), ticket.weight)
+      // It may have been counted, in either window if it crossed a boundary: count it now.
+      this.weight.charge(this.weight.windowOf(now), ticket.weight, now)
       if (ticket.demand.placement) {
-        this.orders10s.charge(this.orders10s.windowOf(ticket.admittedAtMs), 1)
-        this.orders1d.charge(this.orders1d.windowOf(ticket.admittedAtMs), 1)
+        this.orders10s.charge(this.orders10s.windowOf(now), 1, now)
+        this.orders1d.charge(this.orders1d.windowOf(now), 1, now)
       }
       return
     }
@@ -324,31 +345,30 @@ export class Governor {
   private readHeaders(ticket: Ticket, outcome: Extract<Outcome, { _tag: "Answered" }>, now: number): void {
     const names = this.options.headers
     const header = outcome.header
-    // An answer only says which window it was counted in when it was sent and received in the same one.
-    const sameWindow = (count: WindowCount) => count.windowOf(ticket.admittedAtMs) === count.windowOf(now)
+    // A refused request is not charged; other answers are (the server counts after authentication).
     const charged = outcome.status < 400
-
-    const weightLimit = readCount(header, names.weightLimit1m)
-    if (weightLimit !== undefined) this.weight.limit = weightLimit
-    const usedWeight = readCount(header, names.usedWeight1m)
-    if (usedWeight !== undefined && sameWindow(this.weight)) {
-      const bound = this.weight.report(this.weight.windowOf(now), usedWeight)
-      if (bound !== undefined && charged) {
-        const previous = this.learned.get(ticket.demand.endpoint)
-        const learned = previous === undefined ? bound : Math.min(previous, bound)
-        this.learned.set(ticket.demand.endpoint, learned)
-        this.heaviest = Math.max(...this.learned.values())
-      }
-    }
-    const orders: ReadonlyArray<readonly [WindowCount, string, string]> = [
-      [this.orders10s, names.ordersUsed10s, names.ordersLimit10s],
-      [this.orders1d, names.ordersUsed1d, names.ordersLimit1d]
+    const books: ReadonlyArray<readonly [WindowCount, string, string, number]> = [
+      [this.weight, names.usedWeight1m, names.weightLimit1m, ticket.weight],
+      [this.orders10s, names.ordersUsed10s, names.ordersLimit10s, ticket.demand.placement ? 1 : 0],
+      [this.orders1d, names.ordersUsed1d, names.ordersLimit1d, ticket.demand.placement ? 1 : 0]
     ]
-    for (const [count, usedName, limitName] of orders) {
+    for (const [count, usedName, limitName, amount] of books) {
       const limit = readCount(header, limitName)
       if (limit !== undefined) count.limit = limit
       const used = readCount(header, usedName)
-      if (used !== undefined && sameWindow(count)) count.report(count.windowOf(now), used)
+      if (used === undefined) continue
+      const window = count.windowOf(now)
+      if (count.windowOf(ticket.admittedAtMs) !== window) {
+        // Sent in one window and answered in the next: the total may belong to either.
+        if (charged && amount > 0) count.charge(window, amount, now)
+        continue
+      }
+      const bound = count.report(window, used, ticket.admittedAtMs)
+      if (count === this.weight && bound !== undefined && charged) {
+        const previous = this.learned.get(ticket.demand.endpoint)
+        this.learned.set(ticket.demand.endpoint, previous === undefined ? bound : Math.min(previous, bound))
+        this.heaviest = Math.max(...this.learned.values())
+      }
     }
   }
 

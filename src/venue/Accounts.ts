@@ -93,7 +93,7 @@ export const LimitsEntry = Schema.Struct({
   authBlockSeconds: Schema.Int.pipe(Schema.positive()),
   /** Length of the weight window; one minute unless a benchmark shortens it. */
   weightWindowMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 60_000 }),
-  weights: Schema.optionalWith(Schema.partial(Weights), { default: () => ({}) })
+  weights: Schema.optionalWith(Schema.partialWith(Weights, { exact: true }), { default: () => ({}) })
 })
 export type LimitsEntry = typeof LimitsEntry.Type
 

@@ -86,6 +86,11 @@ export class Faults {
 
   limits(configured: LimitValues): LimitValues {
     const squeeze = this.profile.limits
-    return squeeze === undefined ? configured : { ...configured, ...squeeze }
+    if (squeeze === undefined) return configured
+    return {
+      weightPerMinute: squeeze.weightPerMinute ?? configured.weightPerMinute,
+      ordersPer10s: squeeze.ordersPer10s ?? configured.ordersPer10s,
+      ordersPerDay: squeeze.ordersPerDay ?? configured.ordersPerDay
+    }
   }
 }

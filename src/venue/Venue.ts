@@ -24,7 +24,7 @@ import {
 import { handleAdmin } from "./Admin.js"
 import { Faults } from "./Faults.js"
 import { AuthGuard, RateLimits, ReplayCache, type BudgetReport } from "./Limits.js"
-import { MatchingEngine, type Fill, type OrderView, type PlaceRequest, type Refusal } from "./Matching.js"
+import { MatchingEngine, type BalanceRow, type Fill, type OrderView, type PlaceRequest, type Refusal } from "./Matching.js"
 import { MINUTE_MS, Tape, type TapeSource } from "./Tape.js"
 
 /** Largest request body accepted; a larger one is answered 413 without being parsed. */
@@ -201,6 +201,19 @@ const placeRequest = (type: PlaceRequest["type"], raw: unknown): PlaceRequest | 
 
 // ---- answers -------------------------------------------------------------------
 
+/**
+ * The spot wallet answer, written directly: it is the most frequent read, and each row
+ * is three known fields (`balance` a JSON number, `locked` a string).
+ */
+const walletsJson = (rows: ReadonlyArray<BalanceRow>): string => {
+  let out = "["
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!
+    out += `${i === 0 ? "" : ","}{"asset":${JSON.stringify(row.asset)},"balance":${toJsonNumber(row.free)},"locked":"${toJsonNumber(row.locked)}"}`
+  }
+  return `${out}]`
+}
+
 export const orderJson = (o: OrderView) => ({
   clientOrderId: o.clientOrderId,
   kind: o.kind,
@@ -271,11 +284,7 @@ const keyRoutes = (dialect: Dialect): ReadonlyMap<string, KeyRoute> => {
         scope: Scope.walletRead,
         weight: "walletsSpot",
         kind: "read",
-        run: (venue, key) =>
-          answer(
-            200,
-            venue.engine.balances(key.uid).map((row) => ({ asset: row.asset, balance: row.free, locked: amountText(row.locked) }))
-          )
+        run: (venue, key) => ({ status: 200, headers: JSON_HEADERS(), body: walletsJson(venue.engine.balances(key.uid)) })
       }
     ],
     [
@@ -384,6 +393,8 @@ export class Venue {
   private readonly clock: () => number
   private readonly routes: ReadonlyMap<string, KeyRoute>
   private readonly publicPaths: ReadonlySet<string>
+  /** The Dialect's budget header names in node's lower case. */
+  private readonly budgetHeaders: Dialect["budgetHeaders"]
 
   constructor(options: VenueOptions) {
     const file = decodeAccounts(options.accounts)
@@ -424,6 +435,15 @@ export class Venue {
     this.routes = keyRoutes(this.dialect)
     const paths = this.dialect.paths
     this.publicPaths = new Set([paths.exchangeInfo, paths.ticker, paths.candles, paths.depth])
+    const h = this.dialect.budgetHeaders
+    this.budgetHeaders = {
+      usedWeight1m: h.usedWeight1m.toLowerCase(),
+      weightLimit1m: h.weightLimit1m.toLowerCase(),
+      ordersUsed10s: h.ordersUsed10s.toLowerCase(),
+      ordersLimit10s: h.ordersLimit10s.toLowerCase(),
+      ordersUsed1d: h.ordersUsed1d.toLowerCase(),
+      ordersLimit1d: h.ordersLimit1d.toLowerCase()
+    }
   }
 
   /** The venue's clock: real time plus any clock-skew fault. */
@@ -576,13 +596,13 @@ export class Venue {
   private withBudget(result: VenueAnswer, keyId: string | undefined, nowMs: number): VenueAnswer {
     const known = keyId !== undefined && this.accounts.key(keyId) !== undefined ? keyId : undefined
     const report: BudgetReport = this.limits.report(known, nowMs)
-    const h = this.dialect.budgetHeaders
-    result.headers[h.usedWeight1m.toLowerCase()] = String(report.usedWeight)
-    result.headers[h.weightLimit1m.toLowerCase()] = String(report.weightLimit)
-    result.headers[h.ordersUsed10s.toLowerCase()] = String(report.ordersUsed10s)
-    result.headers[h.ordersLimit10s.toLowerCase()] = String(report.ordersLimit10s)
-    result.headers[h.ordersUsed1d.toLowerCase()] = String(report.ordersUsed1d)
-    result.headers[h.ordersLimit1d.toLowerCase()] = String(report.ordersLimit1d)
+    const h = this.budgetHeaders
+    result.headers[h.usedWeight1m] = String(report.usedWeight)
+    result.headers[h.weightLimit1m] = String(report.weightLimit)
+    result.headers[h.ordersUsed10s] = String(report.ordersUsed10s)
+    result.headers[h.ordersLimit10s] = String(report.ordersLimit10s)
+    result.headers[h.ordersUsed1d] = String(report.ordersUsed1d)
+    result.headers[h.ordersLimit1d] = String(report.ordersLimit1d)
     return result
   }
 

@@ -15,7 +15,10 @@ interface Received {
   readonly body: string
 }
 
-/** A webhook receiver on loopback that answers with the scripted statuses in turn, then 200. */
+/**
+ * A webhook receiver on loopback that answers with the scripted statuses in turn, then 200;
+ * a status of 0 never answers (a receiver that hangs).
+ */
 const startReceiver = async (statuses: ReadonlyArray<number> = []) => {
   const received: Array<Received> = []
   const server = createServer((request, response) => {
@@ -23,13 +26,19 @@ const startReceiver = async (statuses: ReadonlyArray<number> = []) => {
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
     request.on("end", () => {
       received.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers, body: Buffer.concat(chunks).toString("utf8") })
-      response.statusCode = statuses[received.length - 1] ?? 200
+      const status = statuses[received.length - 1] ?? 200
+      if (status === 0) return
+      response.statusCode = status
       response.end("{}")
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const { port } = server.address() as AddressInfo
-  const close = () => new Promise<void>((resolve) => server.close(() => resolve()))
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve())
+      server.closeAllConnections()
+    })
   return { received, url: `http://127.0.0.1:${port}/hooks/T0KEN-IN-PATH`, close }
 }
 
@@ -201,6 +210,20 @@ describe("alert webhook", () => {
     expect(log.lines.map((line) => line.event)).toEqual(expect.arrayContaining(["order.accepted", "rate.limited", "auth.invalid", "alert.sent"]))
   })
 
+  it("writes alert.sent through the application's logger even when the layers are built side by side", async () => {
+    const receiver = await withReceiver()
+    const log = capture()
+    const layer = Layer.mergeAll(log.layer, AlertWebhook.layer({ url: receiver.url, ...fast }).pipe(Layer.provide(NodeHttpClient.layerUndici)))
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* logEvent("reconcile.mismatch", { clientOrderId: "c-9" })
+        yield* Effect.promise(() => waitFor(() => log.lines.some((line) => line.event === "alert.sent"), "alert.sent in the captured log"))
+      }).pipe(Effect.provide(layer))
+    )
+    expect(receiver.received).toHaveLength(1)
+    expect(log.lines.find((line) => line.event === "alert.sent")).toMatchObject({ alert: "reconcile.mismatch", level: "info" })
+  })
+
   it("sends the alerts still queued when the daemon shuts down", async () => {
     const receiver = await withReceiver()
     const log = capture()
@@ -216,6 +239,26 @@ describe("alert webhook", () => {
       }).pipe(Effect.provide(log.layer))
     )
     expect(receiver.received.map((request) => (JSON.parse(request.body) as { event: string }).event).sort()).toEqual(["reconcile.mismatch", "risk.kill-switch"])
+  })
+
+  it("sends again, at shutdown, the alert whose delivery was under way", async () => {
+    const receiver = await withReceiver([0])
+    const log = capture()
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          AlertWebhook.Default({ url: receiver.url, ...fast, attemptTimeoutMs: 30_000 }).pipe(Layer.provide(NodeHttpClient.layerUndici)),
+          scope
+        )
+        yield* Context.get(context, AlertWebhook).notify("risk.kill-switch", { strategyId: "grid-1" })
+        yield* Effect.promise(() => waitFor(() => receiver.received.length === 1, "the first delivery to reach the receiver"))
+        yield* Scope.close(scope, Exit.void)
+      }).pipe(Effect.provide(log.layer))
+    )
+    expect(receiver.received).toHaveLength(2)
+    expect(receiver.received[1]!.body).toBe(receiver.received[0]!.body)
+    expect(log.lines.find((line) => line.event === "alert.sent")).toMatchObject({ alert: "risk.kill-switch", attempts: 1 })
   })
 
   it("refuses a webhook URL that is not http(s)", async () => {

@@ -1,0 +1,8 @@
+import { Command } from "@effect/cli"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Effect } from "effect"
+import { venueCommand } from "../../src/venue/cli.js"
+
+const cli = Command.run(venueCommand, { name: "svc-venue", version: "0.1.0" })
+
+cli(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)

@@ -1,0 +1,90 @@
+/**
+ * Backtest throughput: sma-crossover over the venue's synthetic one-minute tape,
+ * on one core, against a bare loop that only reads the same candles, both timed
+ * in this run. Goal: at least 1,000,000 candles per second.
+ *
+ *   npm run bench -- backtest            (1,000,000 candles)
+ *   BENCH_CANDLES=200000 npm run bench -- backtest
+ */
+import { Either } from "effect"
+import { runBacktest } from "../src/backtest/Backtest.js"
+import { Decimal } from "../src/domain/Decimal.js"
+import { decodeParams } from "../src/strategy/Strategy.js"
+import { decodeAccounts, devAccounts, toFees, toPairSpec } from "../src/venue/Accounts.js"
+import type { Candle } from "../src/venue/Matching.js"
+import { syntheticCandles } from "../src/venue/Tape.js"
+import smaCrossover from "../strategies/sma-crossover.js"
+
+const GOAL_CANDLES_PER_SECOND = 1_000_000
+const count = Number(process.env.BENCH_CANDLES ?? 1_000_000)
+if (!Number.isSafeInteger(count) || count < 1000) throw new Error(`BENCH_CANDLES must be a whole number of at least 1000, got ${process.env.BENCH_CANDLES}`)
+
+const pairEntry = decodeAccounts(devAccounts).pairs[0]!
+const pair = toPairSpec(pairEntry)
+
+const seconds = (fromNs: bigint): number => Number(process.hrtime.bigint() - fromNs) / 1e9
+
+let started = process.hrtime.bigint()
+const candles = syntheticCandles(count, { seed: 42, startPrice: new Decimal(pairEntry.price), tickSize: pair.tickSize, stepSize: pair.stepSize, startMs: Date.UTC(2024, 0, 1) })
+const generateSeconds = seconds(started)
+
+/** The baseline: touch every field of every candle and nothing else. */
+const bareLoop = (all: ReadonlyArray<Candle>): number => {
+  let checksum = 0
+  for (let i = 0; i < all.length; i++) {
+    const c = all[i]!
+    checksum += c.openTimeMs + c.open.e + c.high.e + c.low.e + c.close.e + c.volume.e
+  }
+  return checksum
+}
+
+started = process.hrtime.bigint()
+const checksum = bareLoop(candles)
+const bareSeconds = seconds(started)
+
+const params = Either.getOrThrow(decodeParams(smaCrossover, "bench", { fastPeriod: 20, slowPeriod: 100, entry: "market", quoteQty: "1000" }))
+started = process.hrtime.bigint()
+const outcome = runBacktest({
+  strategy: smaCrossover,
+  params,
+  pair,
+  fees: toFees(devAccounts.fees),
+  settleDelayMs: 50,
+  balances: { USDT: new Decimal(100000) },
+  candles,
+  intervalMs: 60_000
+})
+const backtestSeconds = seconds(started)
+if (Either.isLeft(outcome)) throw outcome.left
+const result = outcome.right
+
+const bareRate = count / bareSeconds
+const backtestRate = count / backtestSeconds
+const rows: ReadonlyArray<readonly [string, string, string]> = [
+  ["bare loop (reads candles)", bareRate.toFixed(0), "1.000"],
+  ["sma-crossover backtest", backtestRate.toFixed(0), (backtestRate / bareRate).toFixed(6)]
+]
+process.stdout.write(
+  [
+    `backtest throughput, ${count} synthetic one-minute candles (generated in ${generateSeconds.toFixed(1)} s), one core`,
+    `${"run".padEnd(28)}${"candles/s".padStart(14)}${"vs bare".padStart(12)}`,
+    ...rows.map(([name, rate, ratio]) => `${name.padEnd(28)}${rate.padStart(14)}${ratio.padStart(12)}`),
+    `goal ${GOAL_CANDLES_PER_SECOND} candles/s: ${backtestRate >= GOAL_CANDLES_PER_SECOND ? "met" : `not met (${((backtestRate / GOAL_CANDLES_PER_SECOND) * 100).toFixed(1)} % of it)`}`,
+    `fills ${result.fills.length}, closed trades ${result.metrics.trades}, checksum ${checksum}`,
+    ""
+  ].join("\n")
+)
+process.stdout.write(
+  `${JSON.stringify({
+    bench: "backtest",
+    candles: count,
+    bareCandlesPerSecond: Math.round(bareRate),
+    backtestCandlesPerSecond: Math.round(backtestRate),
+    ratioToBare: backtestRate / bareRate,
+    goalCandlesPerSecond: GOAL_CANDLES_PER_SECOND,
+    goalMet: backtestRate >= GOAL_CANDLES_PER_SECOND,
+    fills: result.fills.length,
+    trades: result.metrics.trades,
+    generateSeconds
+  })}\n`
+)

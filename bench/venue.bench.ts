@@ -1,0 +1,133 @@
+/**
+ * Signed `GET /api/wallets/spot` per second against svc-venue on loopback, and the same
+ * load against a bare node:http server answering the same JSON, in the same run.
+ * Prints a table and a JSON line; the figure is the ratio (goal >= 0.5).
+ *
+ *   npx tsx bench/venue.bench.ts [--seconds 5] [--concurrency 32]
+ */
+import { Effect, Exit, Scope } from "effect"
+import * as http from "node:http"
+import { spawn } from "node:child_process"
+import type { AddressInfo } from "node:net"
+import { fileURLToPath } from "node:url"
+import { devAccounts, devTradeKey } from "../src/venue/Accounts.js"
+import { serveVenue } from "../src/venue/Server.js"
+import { signRequest } from "../src/svc/Signer.js"
+
+const arg = (name: string, fallback: number): number => {
+  const at = process.argv.indexOf(`--${name}`)
+  const value = at === -1 ? undefined : Number(process.argv[at + 1])
+  return value !== undefined && Number.isFinite(value) && value > 0 ? value : fallback
+}
+const seconds = arg("seconds", 5)
+const concurrency = arg("concurrency", 32)
+const target = "/api/wallets/spot"
+
+/** Runs `concurrency` keep-alive request loops for `seconds`; returns completed requests per second. */
+const load = async (port: number, label: string): Promise<{ readonly rps: number; readonly errors: number }> => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency })
+  const deadline = Date.now() + seconds * 1000
+  let done = 0
+  let errors = 0
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const signed = signRequest(devTradeKey.keyId, devTradeKey.secret, { method: "GET", target, timestamp: Date.now(), recvWindow: 5000 })
+      const req = http.request({ host: "127.0.0.1", port, path: target, method: "GET", headers: signed.headers, agent }, (res) => {
+        res.resume()
+        res.on("end", () => {
+          if (res.statusCode === 200) done += 1
+          else errors += 1
+          resolve()
+        })
+      })
+      req.on("error", () => {
+        errors += 1
+        resolve()
+      })
+      req.end()
+    })
+  const loop = async () => {
+    while (Date.now() < deadline) await one()
+  }
+  const started = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, loop))
+  const elapsed = (performance.now() - started) / 1000
+  agent.destroy()
+  if (errors > 0) console.error(`${label}: ${errors} requests did not answer 200`)
+  return { rps: done / elapsed, errors }
+}
+
+const baseline = async (body: string): Promise<{ readonly port: number; readonly close: () => Promise<void> }> => {
+  const server = http.createServer((req, res) => {
+    req.resume()
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+    res.end(body)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return { port: (server.address() as AddressInfo).port, close: () => new Promise((resolve) => server.close(() => resolve())) }
+}
+
+/** The servers run in a child process, so the load generator's own work does not count against them. */
+const serve = async () => {
+  const scope = Effect.runSync(Scope.make())
+  const accounts = { ...devAccounts, limits: { ...devAccounts.limits, weightPerMinute: 1_000_000_000, authFailuresBeforeBlock: 1_000_000 } }
+  const running = await Effect.runPromise(Scope.extend(serveVenue({ accounts }), scope))
+  const venuePort = Number(new URL(running.url).port)
+  // The bare server answers exactly the body the venue answers.
+  const sample = signRequest(devTradeKey.keyId, devTradeKey.secret, { method: "GET", target, timestamp: Date.now(), recvWindow: 5000 })
+  const body = await new Promise<string>((resolve) => {
+    http.get({ host: "127.0.0.1", port: venuePort, path: target, headers: sample.headers }, (res) => {
+      let text = ""
+      res.on("data", (c) => (text += c))
+      res.on("end", () => resolve(text))
+    })
+  })
+  const bare = await baseline(body)
+  process.stdout.write(`${JSON.stringify({ venuePort, barePort: bare.port })}\n`)
+  // Serve until the parent closes our stdin.
+  process.stdin.resume()
+  await new Promise((resolve) => process.stdin.once("end", resolve))
+  await bare.close()
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+}
+
+const main = async () => {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--serve"], { stdio: ["pipe", "pipe", "inherit"] })
+  const ports = await new Promise<{ readonly venuePort: number; readonly barePort: number }>((resolve, reject) => {
+    let text = ""
+    child.stdout.on("data", (chunk: Buffer) => {
+      text += chunk.toString("utf8")
+      const line = text.split("\n").find((l) => l.startsWith("{\"venuePort\""))
+      if (line !== undefined) resolve(JSON.parse(line))
+    })
+    child.once("exit", (code) => reject(new Error(`the server process exited with ${code}`)))
+  })
+  // Warm both up so the JIT has compiled the paths being measured.
+  await load(ports.barePort, "warm-up bare")
+  await load(ports.venuePort, "warm-up venue")
+  const bareResult = await load(ports.barePort, "bare node:http")
+  const venueResult = await load(ports.venuePort, "svc-venue")
+  child.stdin.end()
+  await new Promise((resolve) => child.once("exit", resolve))
+  const ratio = venueResult.rps / bareResult.rps
+  console.log("| server | signed GET /api/wallets/spot per second |")
+  console.log("| --- | ---: |")
+  console.log(`| bare node:http | ${bareResult.rps.toFixed(0)} |`)
+  console.log(`| svc-venue | ${venueResult.rps.toFixed(0)} |`)
+  console.log(`| ratio (goal >= 0.5) | ${ratio.toFixed(2)} |`)
+  console.log(
+    JSON.stringify({
+      bench: "venue",
+      seconds,
+      concurrency,
+      bareRps: Math.round(bareResult.rps),
+      venueRps: Math.round(venueResult.rps),
+      ratio: Number(ratio.toFixed(3)),
+      goal: 0.5,
+      met: ratio >= 0.5
+    })
+  )
+}
+
+if (process.argv.includes("--serve")) await serve()
+else await main()

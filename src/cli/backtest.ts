@@ -1,0 +1,346 @@
+/**
+ * `svcbot backtest`, `svcbot promote` and `svcbot promotions`: run a strategy on
+ * candles (or sweep a grid of params), record the run as evidence, and promote a
+ * strategy from backtest to paper to live when its evidence passes the gates.
+ */
+import { readFileSync, writeFileSync } from "node:fs"
+import { availableParallelism } from "node:os"
+import { resolve } from "node:path"
+import { Args, Command, Options } from "@effect/cli"
+import type BetterSqlite3 from "better-sqlite3"
+import { Console, Effect, Either, Option } from "effect"
+import type { BacktestResult } from "../backtest/Backtest.js"
+import { describeData, type JobSpec, parseBalances, parseDataSpec, parseFees, prepare, type PreparedJob, readParams, runPrepared } from "../backtest/Job.js"
+import { fillToJson, metricsFromJson, metricsToJson } from "../backtest/Metrics.js"
+import { metricRows, renderReport } from "../backtest/Report.js"
+import { parseGrid, rank, rankedCsv, runSweep, type SweepResult } from "../backtest/Sweep.js"
+import { loadConfig } from "../config/Load.js"
+import { logEvent } from "../log/Logger.js"
+import { decodeGates, defaultGates, type PromotionGates } from "../promotion/Gates.js"
+import { canonicalParams, paramsHash, sourceHashOfFile } from "../promotion/Hash.js"
+import { promote } from "../promotion/Promotion.js"
+import { listPromotions, recordRun } from "../promotion/Records.js"
+import { openDatabase } from "../store/Database.js"
+import { loadStrategy } from "../strategy/Loader.js"
+import { CliError, usageError } from "./errors.js"
+
+const DEFAULT_DB = "data/svcbot.db"
+
+const fromEither = <A, E extends { readonly message: string }>(either: Either.Either<A, E>): Effect.Effect<A, CliError> =>
+  Either.match(either, { onLeft: (e) => Effect.fail(usageError(e.message)), onRight: Effect.succeed })
+
+const dbOption = Options.text("db").pipe(
+  Options.optional,
+  Options.withDescription(`SQLite file that records runs and promotions (default: $SVC_DATABASE_PATH or ${DEFAULT_DB})`)
+)
+
+const dbPath = (flag: Option.Option<string>): string => Option.getOrElse(flag, () => process.env.SVC_DATABASE_PATH ?? DEFAULT_DB)
+
+/** Opens the database for the length of `use` and closes it afterwards, whatever happens. */
+const withDatabase = <A, E>(path: string, use: (db: BetterSqlite3.Database) => Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
+  Effect.acquireUseRelease(
+    Effect.try({
+      try: () => openDatabase({ path }),
+      catch: (cause) => new CliError({ message: `cannot open the database ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, exitCode: 1 })
+    }),
+    use,
+    (db) => Effect.sync(() => db.close())
+  )
+
+/** `--from`/`--to`: epoch milliseconds or an ISO date such as 2024-03-01 or 2024-03-01T12:00:00Z. */
+export const parseTime = (text: string, flag: string): Either.Either<number, CliError> => {
+  if (/^\d+$/.test(text)) return Either.right(Number(text))
+  const ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(text) ? Date.parse(text.length === 10 ? `${text}T00:00:00Z` : text) : Number.NaN
+  return Number.isNaN(ms)
+    ? Either.left(usageError(`${flag} must be epoch milliseconds or a UTC date such as 2024-03-01 or 2024-03-01T12:00:00Z, got "${text}"`))
+    : Either.right(ms)
+}
+
+const optionalTime = (value: Option.Option<string>, flag: string): Effect.Effect<number | undefined, CliError> =>
+  Option.isNone(value) ? Effect.succeed(undefined) : fromEither(parseTime(value.value, flag))
+
+const backtestOptions = {
+  strategy: Options.text("strategy").pipe(Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
+  params: Options.text("params").pipe(Options.optional, Options.withDescription("the strategy's params: inline JSON or a JSON file")),
+  data: Options.text("data").pipe(Options.optional, Options.withDescription("OHLCV CSV file (open_time_ms,open,high,low,close,volume or the exchange kline layout)")),
+  synthetic: Options.text("synthetic").pipe(Options.optional, Options.withDescription("the venue's seeded synthetic tape as SEED:CANDLES, e.g. 42:10080")),
+  from: Options.text("from").pipe(Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date")),
+  to: Options.text("to").pipe(Options.optional, Options.withDescription("last candle open time (exclusive): epoch ms or UTC date")),
+  symbol: Options.text("symbol").pipe(Options.withDefault("BTCUSDT"), Options.withDescription("the venue pair whose rules (tick, step, minimums, book depth) apply")),
+  balances: Options.text("balances").pipe(Options.withDefault('{"USDT": "10000"}'), Options.withDescription("starting balances as JSON, e.g. {\"USDT\": \"10000\"}")),
+  fees: Options.text("fees").pipe(Options.optional, Options.withDescription("fee rate for maker and taker (0.001) or MAKER,TAKER; the venue's by default")),
+  settleMs: Options.integer("settle-ms").pipe(Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement, as on svc-venue")),
+  schedule: Options.text("schedule").pipe(Options.optional, Options.withDescription("cron expression firing the strategy's schedule timer")),
+  report: Options.text("report").pipe(Options.optional, Options.withDescription("write a self-contained HTML report to this file")),
+  json: Options.boolean("json").pipe(Options.withDescription("print the metrics and every fill as one JSON object")),
+  sweep: Options.text("sweep").pipe(Options.optional, Options.withDescription("grid file: run every combination of its params and rank them")),
+  threads: Options.integer("threads").pipe(Options.optional, Options.withDescription("worker threads for --sweep (default: the number of cores)")),
+  out: Options.text("out").pipe(Options.optional, Options.withDescription("where --sweep writes its ranked CSV table (default: next to the grid file)")),
+  db: dbOption
+}
+
+type BacktestFlags = Command.Command.ParseConfig<typeof backtestOptions>
+
+const jobSpec = (flags: BacktestFlags): Effect.Effect<JobSpec, CliError> =>
+  Effect.gen(function* () {
+    const data = yield* fromEither(parseDataSpec(Option.getOrUndefined(flags.data), Option.getOrUndefined(flags.synthetic)))
+    const balances = yield* fromEither(parseBalances(flags.balances))
+    const fees = Option.isSome(flags.fees) ? yield* fromEither(parseFees(flags.fees.value)) : undefined
+    const fromMs = yield* optionalTime(flags.from, "--from")
+    const toMs = yield* optionalTime(flags.to, "--to")
+    if (flags.settleMs < 0 || flags.settleMs > 60_000) return yield* Effect.fail(usageError("--settle-ms must be from 0 to 60000"))
+    return {
+      strategy: flags.strategy,
+      data,
+      symbol: flags.symbol,
+      balances,
+      ...(fees === undefined ? {} : { fees }),
+      settleDelayMs: flags.settleMs,
+      ...(fromMs === undefined ? {} : { fromMs }),
+      ...(toMs === undefined ? {} : { toMs }),
+      ...(Option.isSome(flags.schedule) ? { schedule: flags.schedule.value } : {}),
+      cwd: process.cwd()
+    }
+  })
+
+const recordBacktest = (db: BetterSqlite3.Database, job: PreparedJob, sourceHash: string, params: unknown, metrics: BacktestResult["metrics"]): number =>
+  recordRun(db, {
+    kind: "backtest",
+    strategy: job.definition.name,
+    sourceHash,
+    paramsHash: paramsHash(params),
+    params: canonicalParams(params),
+    symbol: job.pair.symbol,
+    dataSource: describeData(job.spec.data),
+    metrics,
+    recordedAtMs: Date.now()
+  })
+
+const single = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob) =>
+  Effect.gen(function* () {
+    if (Option.isNone(flags.params)) return yield* Effect.fail(usageError("--params is required (inline JSON or a JSON file); use {} for a strategy's defaults"))
+    const params = yield* fromEither(readParams(flags.params.value, spec.cwd))
+    const result = yield* fromEither(runPrepared(job, params))
+    const sourceHash = sourceHashOfFile(job.sourcePath)
+    const runId = yield* withDatabase(dbPath(flags.db), (db) => Effect.sync(() => recordBacktest(db, job, sourceHash, params, result.metrics)))
+    if (Option.isSome(flags.report)) {
+      const path = resolve(flags.report.value)
+      const html = renderReport({
+        title: `Backtest: ${job.definition.name} on ${job.pair.symbol}`,
+        details: [
+          ["strategy", `${job.definition.name} ${job.definition.version} (${job.sourcePath})`],
+          ["source sha256", sourceHash],
+          ["params", canonicalParams(params)],
+          ["data", describeData(spec.data)],
+          ["fees (maker, taker)", `${job.fees.maker.toFixed()}, ${job.fees.taker.toFixed()}`],
+          ["starting balances", JSON.stringify(spec.balances)],
+          ["settle delay", `${spec.settleDelayMs} ms`],
+          ["run", `#${runId}`]
+        ],
+        candles: job.series.candles,
+        intervalMs: job.series.intervalMs,
+        equity: result.equity,
+        fills: result.fills,
+        metrics: result.metrics
+      })
+      yield* Effect.try({
+        try: () => writeFileSync(path, html),
+        catch: (cause) => new CliError({ message: `cannot write the report ${path}: ${String(cause)}`, exitCode: 1 })
+      })
+    }
+    if (flags.json) {
+      yield* Console.log(
+        JSON.stringify({
+          runId,
+          strategy: job.definition.name,
+          sourceHash,
+          paramsHash: paramsHash(params),
+          data: describeData(spec.data),
+          symbol: job.pair.symbol,
+          metrics: metricsToJson(result.metrics),
+          orders: result.orders,
+          fills: result.fills.map(fillToJson)
+        })
+      )
+      return
+    }
+    yield* logEvent("backtest.completed", { runId, strategy: job.definition.name, paramsHash: paramsHash(params), metrics: metricsToJson(result.metrics) })
+    const width = Math.max(...metricRows(result.metrics).map(([label]) => label.length))
+    yield* Console.log(
+      [
+        `${job.definition.name} on ${job.pair.symbol}, ${describeData(spec.data)} (run #${runId})`,
+        ...metricRows(result.metrics).map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+        ...(Option.isSome(flags.report) ? [`report: ${resolve(flags.report.value)}`] : [])
+      ].join("\n")
+    )
+  })
+
+const progressBar = (done: number, total: number): void => {
+  const width = 30
+  const filled = Math.round((done / total) * width)
+  const line = `[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${done}/${total}`
+  if (process.stderr.isTTY) process.stderr.write(`\r${line}${done === total ? "\n" : ""}`)
+  else if (done === total || done % Math.max(1, Math.floor(total / 10)) === 0) process.stderr.write(`${line}\n`)
+}
+
+const sweep = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob, gridPath: string) =>
+  Effect.gen(function* () {
+    const text = yield* Effect.try({
+      try: () => readFileSync(gridPath, "utf8"),
+      catch: (cause) => usageError(`cannot read the sweep grid ${gridPath}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}`)
+    })
+    const grid = yield* fromEither(parseGrid(text))
+    const threads = Option.getOrElse(flags.threads, () => availableParallelism())
+    if (threads < 1) return yield* Effect.fail(usageError("--threads must be at least 1"))
+    const results: ReadonlyArray<SweepResult> = yield* Effect.tryPromise({
+      try: () => runSweep(spec, grid, { threads, onProgress: progressBar }),
+      catch: (cause) => new CliError({ message: cause instanceof Error ? cause.message : String(cause), exitCode: 1 })
+    })
+    const sourceHash = sourceHashOfFile(job.sourcePath)
+    yield* withDatabase(dbPath(flags.db), (db) =>
+      Effect.sync(() =>
+        db.transaction(() => {
+          for (const result of results) {
+            if (result.metrics === undefined) continue
+            const params = JSON.parse(result.params) as unknown
+            recordRun(db, {
+              kind: "backtest",
+              strategy: job.definition.name,
+              sourceHash,
+              paramsHash: paramsHash(params),
+              params: result.params,
+              symbol: job.pair.symbol,
+              dataSource: describeData(spec.data),
+              metrics: metricsFromJson(result.metrics),
+              recordedAtMs: Date.now()
+            })
+          }
+        })()
+      )
+    )
+    const ranked = rank(results, grid.rankBy)
+    const out = resolve(Option.getOrElse(flags.out, () => gridPath.replace(/\.json$/i, "") + ".ranked.csv"))
+    const table = rankedCsv(ranked)
+    yield* Effect.try({
+      try: () => writeFileSync(out, table),
+      catch: (cause) => new CliError({ message: `cannot write the ranked table ${out}: ${String(cause)}`, exitCode: 1 })
+    })
+    if (flags.json) {
+      yield* Console.log(JSON.stringify({ rankBy: grid.rankBy, table: out, results: ranked }))
+      return
+    }
+    const top = table.trimEnd().split("\n").slice(0, 11)
+    yield* Console.log([`${results.length} combinations ranked by ${grid.rankBy}; table: ${out}`, ...top].join("\n"))
+  })
+
+export const backtestCommand = Command.make("backtest", backtestOptions, (flags) =>
+  Effect.gen(function* () {
+    const spec = yield* jobSpec(flags)
+    const job = yield* prepare(spec).pipe(Effect.mapError((e) => usageError(e.message)))
+    if (Option.isSome(flags.sweep)) return yield* sweep(flags, spec, job, resolve(flags.sweep.value))
+    return yield* single(flags, spec, job)
+  })
+).pipe(Command.withDescription("Run a strategy on historical or synthetic candles with the venue's own matching, or sweep a grid of params"))
+
+// ---------------------------------------------------------------------------
+// promote and promotions
+
+interface PromotionSubject {
+  readonly strategy: string
+  readonly sourcePath: string
+  readonly params: unknown
+  readonly gates: PromotionGates
+}
+
+/**
+ * The strategy, params and gates to promote: the config instance named NAME (by
+ * id or by strategy) when --config is given, with --params overriding its params;
+ * otherwise the strategy NAME with --params and the default gates.
+ */
+const subjectOf = (name: string, config: Option.Option<string>, paramsFlag: Option.Option<string>): Effect.Effect<PromotionSubject, CliError> =>
+  Effect.gen(function* () {
+    const cwd = process.cwd()
+    const explicitParams = Option.isSome(paramsFlag) ? yield* fromEither(readParams(paramsFlag.value, cwd)) : undefined
+    let reference = name
+    let params = explicitParams
+    let gates = defaultGates
+    if (Option.isSome(config)) {
+      const loaded = yield* loadConfig(config.value).pipe(Effect.mapError((e) => usageError(e.message)))
+      const byId = loaded.strategies.filter((s) => s.id === name)
+      const byStrategy = loaded.strategies.filter((s) => s.strategy === name)
+      const matches = byId.length > 0 ? byId : byStrategy
+      if (matches.length > 1) {
+        return yield* Effect.fail(usageError(`${name} names ${matches.length} strategy instances in ${config.value}; give the instance id (${matches.map((m) => m.id).join(", ")})`))
+      }
+      const instance = matches[0]
+      if (instance !== undefined) {
+        reference = instance.strategy
+        params = explicitParams ?? instance.params
+        gates = yield* fromEither(Either.mapLeft(decodeGates(instance.promotion), (message) => usageError(`strategies[${instance.id}].promotion: ${message}`)))
+      } else if (explicitParams === undefined) {
+        return yield* Effect.fail(usageError(`no strategy instance ${name} in ${config.value}; give its id, or --params`))
+      }
+    }
+    if (params === undefined) return yield* Effect.fail(usageError("--params is required without --config (inline JSON or a JSON file)"))
+    const loaded = yield* loadStrategy(name, reference, cwd).pipe(Effect.mapError((e) => usageError(e.message)))
+    return { strategy: loaded.definition.name, sourcePath: loaded.sourcePath, params, gates }
+  })
+
+export const promoteCommand = Command.make(
+  "promote",
+  {
+    name: Args.text({ name: "NAME" }).pipe(Args.withDescription("the strategy (or the config's strategy instance id)")),
+    to: Options.choice("to", ["paper", "live"]).pipe(Options.withDescription("the stage to promote to")),
+    params: Options.text("params").pipe(Options.optional, Options.withDescription("params as inline JSON or a JSON file (default: the config instance's)")),
+    config: Options.text("config").pipe(Options.optional, Options.withDescription("config file with the strategy instance, its params and its promotion gates")),
+    db: dbOption
+  },
+  (flags) =>
+    Effect.gen(function* () {
+      const subject = yield* subjectOf(flags.name, flags.config, flags.params)
+      const outcome = yield* withDatabase(dbPath(flags.db), (db) =>
+        Effect.sync(() => promote(db, { strategy: subject.strategy, sourcePath: subject.sourcePath, params: subject.params, to: flags.to, gates: subject.gates, nowMs: Date.now() }))
+      )
+      if (Either.isLeft(outcome)) {
+        const refused = outcome.left
+        yield* logEvent("promotion.refused", { strategy: subject.strategy, stage: flags.to, failed: refused.failed })
+        return yield* Effect.fail(new CliError({ message: refused.message, exitCode: 1 }))
+      }
+      const promotion = outcome.right
+      yield* logEvent("promotion.granted", { strategy: subject.strategy, stage: flags.to, promotionId: promotion.promotionId, sourceHash: promotion.sourceHash, paramsHash: promotion.paramsHash })
+      yield* Console.log(
+        [
+          `${subject.strategy} promoted to ${flags.to} (promotion #${promotion.promotionId})`,
+          `  source ${promotion.sourceHash} (${promotion.sourcePath})`,
+          `  params ${promotion.paramsHash}`,
+          ...promotion.evidence.checks.map((c) => `  ${c.gate}: required ${c.required}, evidence ${c.actual}`)
+        ].join("\n")
+      )
+    })
+).pipe(Command.withDescription("Promote a strategy to paper or live when the evidence for its exact source and params passes every gate"))
+
+export const promotionsCommand = Command.make(
+  "promotions",
+  {
+    strategy: Args.text({ name: "NAME" }).pipe(Args.optional, Args.withDescription("only this strategy")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the records as JSON")),
+    db: dbOption
+  },
+  (flags) =>
+    Effect.gen(function* () {
+      const records = yield* withDatabase(dbPath(flags.db), (db) => Effect.sync(() => listPromotions(db, Option.getOrUndefined(flags.strategy))))
+      if (flags.json) {
+        yield* Console.log(JSON.stringify(records))
+        return
+      }
+      if (records.length === 0) {
+        yield* Console.log("no promotions")
+        return
+      }
+      yield* Console.log(
+        records
+          .map((r) => `#${r.promotionId}  ${new Date(r.promotedAtMs).toISOString()}  ${r.strategy} -> ${r.stage}  source ${r.sourceHash.slice(0, 12)}  params ${r.paramsHash.slice(0, 12)}  runs ${r.evidence.runIds.join(",") || "-"}`)
+          .join("\n")
+      )
+    })
+).pipe(Command.withDescription("List promotion records"))

@@ -1,0 +1,131 @@
+/**
+ * The engine as the daemon sees it: submit a strategy's intents, follow its
+ * orders and fills, read its view and portfolio. Building the layer runs the
+ * startup reconcile before returning, so no strategy can act on a journal that
+ * disagrees with the service; the tracker, fill sync and periodic reconcile run
+ * as scoped fibers, and closing the scope shuts down gracefully.
+ */
+import { Clock, Effect, Layer, type Scope, type Stream } from "effect"
+import { isTerminal } from "../domain/OrderState.js"
+import type { Intent } from "../domain/Intent.js"
+import { logEvent } from "../log/Logger.js"
+import { Database } from "../store/Database.js"
+import { FillLedger } from "../store/FillLedger.js"
+import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import { EngineBus, type FillUpdate, type OrderUpdate, type PlacementBlock } from "./EngineBus.js"
+import { Execution, type SubmitResult } from "./Execution.js"
+import { FillSync } from "./FillSync.js"
+import { type Balance, Market } from "./Market.js"
+import { portfolio, type PortfolioSnapshot } from "./Portfolio.js"
+import { Reconcile } from "./Reconcile.js"
+import type { PairRules } from "./Risk.js"
+import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
+import { Tracker } from "./Tracker.js"
+import type { Decimal } from "../domain/Decimal.js"
+
+/** What a strategy may read: shared balances, its own unfinished orders by tag, prices and pair rules. */
+export interface StrategyView {
+  readonly balances: ReadonlyMap<string, Balance>
+  readonly openOrders: ReadonlyMap<string, OrderRow>
+  readonly lastPrices: ReadonlyMap<string, Decimal>
+  readonly pairs: ReadonlyMap<string, PairRules>
+  readonly placementsBlocked: PlacementBlock | undefined
+}
+
+/** Shutdown waits at most this long for cancels to reach a terminal kind. */
+const CANCEL_ON_STOP_WAIT_MS = 10_000
+
+export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
+  scoped: Effect.gen(function* () {
+    const journal = yield* OrderJournal
+    const ledger = yield* FillLedger
+    const bus = yield* EngineBus
+    const execution = yield* Execution
+    const tracker = yield* Tracker
+    const reconcile = yield* Reconcile
+    const fillSync = yield* FillSync
+    const market = yield* Market
+    const settings = yield* EngineSettings
+
+    const startup = yield* reconcile.atStart
+    yield* Effect.forkScoped(tracker.loop)
+    yield* Effect.forkScoped(fillSync.loop)
+    yield* Effect.forkScoped(reconcile.loop)
+
+    const strategyOrders = (strategyId: string | undefined) =>
+      Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId !== null && (strategyId === undefined || o.strategyId === strategyId)))
+
+    const stop = Effect.gen(function* () {
+      yield* logEvent("app.stopping", { component: "engine", cancelOnStop: settings.cancelOnStop })
+      yield* execution.blockPlacements("the engine is stopping")
+      yield* execution.awaitSends
+      if (settings.cancelOnStop) {
+        const open = yield* strategyOrders(undefined)
+        for (const row of open) yield* journal.update(row.orderId, { cancelRequested: true }, yield* Clock.currentTimeMillis)
+        yield* Effect.forEach(open, execution.sendCancel, { concurrency: 4, discard: true })
+        const deadline = (yield* Clock.currentTimeMillis) + CANCEL_ON_STOP_WAIT_MS
+        while ((yield* strategyOrders(undefined)).some((o) => o.clientOrderId !== null) && (yield* Clock.currentTimeMillis) < deadline) {
+          yield* tracker.pollOnce
+          yield* Effect.sleep(100)
+        }
+      }
+      yield* fillSync.syncOnce.pipe(Effect.catchAll((error) => logEvent("request.failed", { what: "fills", error: error.message })))
+    })
+    yield* Effect.addFinalizer(() => stop)
+
+    return {
+      /** The startup reconcile's counts. */
+      startup,
+      /** Journals and sends intents in order; each is Approved (journaled, being sent) or Refused with its reason. */
+      submit: (strategyId: string, intents: ReadonlyArray<Intent>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
+        execution.submit(strategyId, intents),
+      /** Order updates of every strategy from the moment of subscription; filter on `strategyId`. */
+      orderUpdates: (): Effect.Effect<Stream.Stream<OrderUpdate>, never, Scope.Scope> => bus.subscribeOrders(),
+      /** New fills as they are synced, with the strategy and tag of their order when the journal knows it. */
+      fillUpdates: (): Effect.Effect<Stream.Stream<FillUpdate>, never, Scope.Scope> => bus.subscribeFills(),
+      view: (strategyId: string): Effect.Effect<StrategyView> =>
+        Effect.gen(function* () {
+          const orders = yield* strategyOrders(strategyId)
+          return {
+            balances: (yield* market.balances).byAsset,
+            openOrders: new Map(orders.filter((o) => o.tag !== null).map((o) => [o.tag!, o])),
+            lastPrices: yield* market.knownPrices,
+            pairs: yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>())),
+            placementsBlocked: yield* bus.blocked
+          }
+        }),
+      /** Positions, average cost, realized and unrealized PnL and fees of a strategy's fills. */
+      portfolio: (strategyId: string): Effect.Effect<PortfolioSnapshot> =>
+        Effect.gen(function* () {
+          const fills = yield* ledger.forStrategy(strategyId)
+          const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>()))
+          const symbols = [...new Set(fills.map((f) => f.symbol))]
+          for (const symbol of symbols) yield* market.lastPrice(symbol)
+          return portfolio(fills, pairs, yield* market.knownPrices)
+        }),
+      /** The order the strategy last tagged `tag`, finished or not. */
+      orderByTag: (strategyId: string, tag: string) => journal.latestByTag(strategyId, tag),
+      /** True when the strategy ever journaled an intent with this tag. */
+      tagJournaled: (strategyId: string, tag: string) => journal.tagJournaled(strategyId, tag),
+      /** Runs a full reconcile pass now (the periodic one runs on its own). */
+      reconcileNow: reconcile.pass,
+      syncFills: fillSync.syncAll,
+      isFinished: (row: OrderRow) => isTerminal(row.state)
+    }
+  })
+}) {}
+
+/**
+ * The engine and its store, given a `SvcClient`. Building it opens and migrates
+ * the database and runs the startup reconcile; closing it stops placements,
+ * cancels open orders when `cancelOnStop`, syncs fills and closes the database.
+ */
+export const layer = (options: EngineOptions) => {
+  const settings = Layer.succeed(EngineSettings, resolveSettings(options))
+  const store = Layer.mergeAll(OrderJournal.Default, FillLedger.Default).pipe(Layer.provideMerge(Database.Default({ path: options.dbPath })))
+  const base = Layer.mergeAll(settings, store, EngineBus.Default)
+  const reads = Layer.mergeAll(Market.Default, FillSync.Default).pipe(Layer.provideMerge(base))
+  const execution = Execution.Default.pipe(Layer.provideMerge(reads))
+  const loops = Layer.mergeAll(Tracker.Default, Reconcile.Default).pipe(Layer.provideMerge(execution))
+  return Engine.Default.pipe(Layer.provideMerge(loops))
+}

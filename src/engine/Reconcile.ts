@@ -1,0 +1,229 @@
+/**
+ * Reconciliation: the journal, the service's open orders and the fills ledger
+ * made to agree. A placement whose answer was lost is looked for (open orders,
+ * fills and the status of the orders they name, matched on symbol, side, type,
+ * quantity, price and time) and adopted, or after a bounded wait proven absent
+ * (`not_placed`) for the strategy to decide on. Nothing is ever re-sent blindly.
+ */
+import { Clock, Effect } from "effect"
+import type { Decimal } from "../domain/Decimal.js"
+import { logEvent } from "../log/Logger.js"
+import { FillLedger } from "../store/FillLedger.js"
+import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import type { OpenOrder } from "../svc/Api.js"
+import type { OrderType, Side } from "../svc/Dialect.js"
+import type { SvcError } from "../svc/Errors.js"
+import { SvcClient } from "../svc/SvcClient.js"
+import { Execution } from "./Execution.js"
+import { FillSync } from "./FillSync.js"
+import { Market } from "./Market.js"
+import { EngineSettings } from "./Settings.js"
+
+/** An order on the service that the journal does not know yet. */
+export interface Candidate {
+  readonly clientOrderId: string
+  readonly symbol: string
+  readonly side: Side
+  readonly type: OrderType
+  readonly baseQty?: Decimal | undefined
+  readonly quoteOrderQty?: Decimal | undefined
+  readonly limitPrice?: Decimal | undefined
+  readonly stopPrice?: Decimal | undefined
+  /** Creation time, or the first fill's time for an order seen only through fills. */
+  readonly time: number
+}
+
+export interface ReconcileReport {
+  readonly adopted: number
+  readonly notPlaced: number
+  readonly stillUnknown: number
+  readonly external: number
+  readonly inDoubt: number
+}
+
+const sameOrNotShown = (ours: Decimal | null, theirs: Decimal | undefined) =>
+  ours === null || theirs === undefined || ours.eq(theirs)
+
+/** Whether a candidate is the lost placement `order`: same terms, created near when it was sent. */
+export const matches = (order: OrderRow, candidate: Candidate, windowMs: number): boolean =>
+  candidate.symbol === order.symbol &&
+  candidate.side === order.side &&
+  candidate.type === order.type &&
+  sameOrNotShown(order.baseQty, candidate.baseQty) &&
+  sameOrNotShown(order.quoteOrderQty, candidate.quoteOrderQty) &&
+  sameOrNotShown(order.limitPrice, candidate.limitPrice) &&
+  sameOrNotShown(order.stopPrice, candidate.stopPrice) &&
+  (order.sentAt === null || Math.abs(candidate.time - order.sentAt) <= windowMs)
+
+export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
+  effect: Effect.gen(function* () {
+    const client = yield* SvcClient
+    const journal = yield* OrderJournal
+    const ledger = yield* FillLedger
+    const fillSync = yield* FillSync
+    const execution = yield* Execution
+    const market = yield* Market
+    const settings = (yield* EngineSettings).reconcile
+
+    /** Orders on the service the journal does not know: open ones, and ones seen only through fills. */
+    const candidates = (openOrders: ReadonlyArray<Candidate>) =>
+      Effect.gen(function* () {
+        const found: Array<Candidate> = []
+        for (const open of openOrders) {
+          if ((yield* journal.byClientOrderId(open.clientOrderId)) === undefined) found.push(open)
+        }
+        for (const orphan of yield* ledger.orphanOrders) {
+          if (found.some((c) => c.clientOrderId === orphan.clientOrderId)) continue
+          const status = yield* Effect.either(client.orderStatus(orphan.clientOrderId))
+          if (status._tag === "Left") continue
+          found.push({ ...status.right, time: orphan.firstTime })
+        }
+        return found
+      })
+
+    const asCandidate = (o: OpenOrder): Candidate => ({
+      clientOrderId: o.clientOrderId,
+      symbol: o.symbol,
+      side: o.side,
+      type: o.type,
+      baseQty: o.baseQty,
+      quoteOrderQty: o.quoteOrderQty,
+      limitPrice: o.limitPrice,
+      stopPrice: o.stopPrice,
+      time: o.createdAt
+    })
+
+    /** One look for every lost placement past its settle delay. */
+    const resolveUnknown: Effect.Effect<{ adopted: number; notPlaced: number; stillUnknown: number }, SvcError> = Effect.gen(
+      function* () {
+        const unknown = yield* journal.inStates(["unknown"])
+        if (unknown.length === 0) return { adopted: 0, notPlaced: 0, stillUnknown: 0 }
+        const now = yield* Clock.currentTimeMillis
+        const settled = unknown.filter((o) => (o.sentAt ?? 0) + settings.settleDelayMs <= now)
+        if (settled.length === 0) return { adopted: 0, notPlaced: 0, stillUnknown: unknown.length }
+        const open = (yield* client.openOrders()).map(asCandidate)
+        yield* fillSync.syncOnce
+        const pool = [...(yield* candidates(open))].sort((a, b) => a.time - b.time)
+        let adopted = 0
+        let notPlaced = 0
+        for (const order of settled.sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0))) {
+          const index = pool.findIndex((c) => matches(order, c, settings.matchWindowMs))
+          if (index >= 0) {
+            const [found] = pool.splice(index, 1)
+            const row = yield* execution.move(
+              order.orderId,
+              "accept",
+              { clientOrderId: found!.clientOrderId, acceptedAt: now, nextPollAt: 0 },
+              "found on the service after the answer was lost"
+            )
+            if (row !== undefined) {
+              adopted += 1
+              yield* logEvent("order.reconciled", {
+                strategyId: row.strategyId,
+                tag: row.tag,
+                intentId: row.intentId,
+                clientOrderId: row.clientOrderId,
+                outcome: "adopted"
+              })
+            }
+          } else if ((order.sentAt ?? 0) + settings.absenceWindowMs <= now) {
+            if ((yield* execution.move(order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
+              notPlaced += 1
+            }
+          }
+        }
+        return { adopted, notPlaced, stillUnknown: unknown.length - adopted - notPlaced }
+      }
+    )
+
+    /** Open orders vs journal: adopt strangers as external, poll journal orders the service no longer lists. */
+    const compareOpenOrders = Effect.gen(function* () {
+      const open = yield* client.openOrders()
+      const now = yield* Clock.currentTimeMillis
+      const listed = new Set(open.map((o) => o.clientOrderId))
+      let external = 0
+      for (const row of open) {
+        if ((yield* journal.byClientOrderId(row.clientOrderId)) !== undefined) continue
+        const adopted = yield* journal.adoptExternal({ ...row, now })
+        if (adopted !== undefined) {
+          external += 1
+          yield* logEvent("order.reconciled", { clientOrderId: row.clientOrderId, symbol: row.symbol, outcome: "external" })
+        }
+      }
+      let inDoubt = 0
+      for (const row of yield* journal.inStates(["accepted", "pending", "resting"])) {
+        if (row.clientOrderId !== null && !listed.has(row.clientOrderId) && (row.nextPollAt ?? 0) > now) {
+          inDoubt += 1
+          yield* journal.update(row.orderId, { nextPollAt: now }, now)
+        }
+      }
+      return { external, inDoubt }
+    })
+
+    const pass = Effect.gen(function* () {
+      const unknown = yield* resolveUnknown
+      const compared = yield* compareOpenOrders
+      yield* market.refreshBalances
+      return { ...unknown, ...compared }
+    })
+
+    return {
+      resolveUnknown,
+      /**
+       * The startup reconcile, run before any strategy: placements a crash left
+       * half-sent become unknown and are resolved (waiting at most the absence
+       * window), fills are synced, strangers adopted, and journaled intents that
+       * were never sent are sent.
+       */
+      atStart: Effect.gen(function* () {
+        yield* logEvent("reconcile.started", { phase: "start" })
+        const started = yield* Clock.currentTimeMillis
+        for (const row of yield* journal.inStates(["submitting"])) {
+          // The process stopped after deciding to send: the request may have reached the service.
+          yield* execution.move(row.orderId, "lose", {}, "the process stopped while this placement was being sent")
+        }
+        yield* fillSync.syncAll
+        yield* market.refreshPairs
+        let report = yield* resolveUnknown
+        let adopted = report.adopted
+        let notPlaced = report.notPlaced
+        const deadline = started + settings.settleDelayMs + settings.absenceWindowMs + 1000
+        while (report.stillUnknown > 0 && (yield* Clock.currentTimeMillis) < deadline) {
+          yield* Effect.sleep(Math.min(200, settings.settleDelayMs))
+          report = yield* resolveUnknown
+          adopted += report.adopted
+          notPlaced += report.notPlaced
+        }
+        const compared = yield* compareOpenOrders
+        yield* market.refreshBalances
+        const unsent = yield* journal.inStates(["intent"])
+        for (const row of unsent) yield* execution.send(row)
+        const summary = { adopted, notPlaced, stillUnknown: report.stillUnknown, ...compared, sent: unsent.length }
+        yield* logEvent("reconcile.completed", { phase: "start", ...summary })
+        return summary
+      }),
+      pass,
+      /** Background: lost placements are looked for every settle delay, the full pass runs every interval. */
+      loop: Effect.all(
+        [
+          Effect.forever(
+            Effect.sleep(settings.settleDelayMs).pipe(
+              Effect.zipRight(resolveUnknown),
+              Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message }))
+            )
+          ),
+          Effect.forever(
+            Effect.sleep(settings.intervalMs).pipe(
+              Effect.zipRight(pass),
+              Effect.tap((r) =>
+                r.adopted + r.notPlaced + r.external + r.inDoubt > 0 ? logEvent("reconcile.completed", { phase: "periodic", ...r }) : Effect.void
+              ),
+              Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message }))
+            )
+          )
+        ],
+        { concurrency: 2, discard: true }
+      )
+    }
+  })
+}) {}

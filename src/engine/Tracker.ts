@@ -1,0 +1,129 @@
+/**
+ * The tracker follows every accepted order until its kind is terminal. Orders
+ * are polled fast right after acceptance and slowly while they rest; when many
+ * are due at once, one open-orders call answers for all of them and only the
+ * orders missing from it (their state is in doubt) get a status call each.
+ */
+import { Clock, Effect } from "effect"
+import type { Decimal } from "../domain/Decimal.js"
+import { isOrderEvent, type OrderEvent } from "../domain/OrderState.js"
+import { logEvent } from "../log/Logger.js"
+import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import { OrderKind } from "../svc/Dialect.js"
+import { SvcClient } from "../svc/SvcClient.js"
+import { EngineBus } from "./EngineBus.js"
+import { Execution } from "./Execution.js"
+import { EngineSettings } from "./Settings.js"
+
+const KNOWN_KINDS: ReadonlySet<string> = new Set(OrderKind.literals)
+
+export interface ObservedStatus {
+  readonly kind: string
+  readonly filledBaseQty: Decimal
+  readonly code?: string | undefined
+  readonly avgPrice?: Decimal | undefined
+}
+
+export interface PollReport {
+  readonly due: number
+  readonly statusCalls: number
+  readonly openOrdersCalls: number
+}
+
+export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
+  effect: Effect.gen(function* () {
+    const client = yield* SvcClient
+    const journal = yield* OrderJournal
+    const execution = yield* Execution
+    const bus = yield* EngineBus
+    const settings = (yield* EngineSettings).tracker
+    const unknownKindsLogged = new Set<string>()
+
+    const nextPoll = (row: OrderRow, now: number): number =>
+      row.cancelRequested || row.acceptedAt === null || now - row.acceptedAt < settings.fastWindowMs
+        ? now + settings.fastPollMs
+        : now + settings.restingPollMs
+
+    /** Applies one observation of an order's kind and progress. */
+    const observe = (row: OrderRow, status: ObservedStatus) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const schedule = { nextPollAt: nextPoll(row, now), polls: row.polls + 1 }
+        if (!KNOWN_KINDS.has(status.kind)) {
+          const key = `${row.orderId}:${status.kind}`
+          if (!unknownKindsLogged.has(key)) {
+            unknownKindsLogged.add(key)
+            yield* logEvent("order.kind-unknown", { clientOrderId: row.clientOrderId, kind: status.kind })
+          }
+          yield* journal.update(row.orderId, schedule, now)
+          return
+        }
+        const event = status.kind as OrderEvent
+        const progressed = !status.filledBaseQty.eq(row.filledBaseQty)
+        const patch = {
+          ...schedule,
+          kind: status.kind,
+          filledBaseQty: status.filledBaseQty,
+          ...(status.avgPrice === undefined ? {} : { avgPrice: status.avgPrice }),
+          ...(status.code === undefined ? {} : { code: status.code })
+        }
+        const moved =
+          status.kind === row.state && !progressed
+            ? yield* journal.update(row.orderId, schedule, now)
+            : isOrderEvent(event)
+              ? yield* execution.move(row.orderId, event, patch)
+              : undefined
+        if (progressed) yield* bus.triggerFillSync
+        if (moved !== undefined && moved.cancelRequested && moved.terminalAt === null) yield* execution.sendCancel(moved)
+      })
+
+    const pollStatus = (row: OrderRow) =>
+      client.orderStatus(row.clientOrderId!).pipe(
+        Effect.flatMap((status) => observe(row, status)),
+        Effect.catchAll((error) =>
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            yield* logEvent("request.failed", { what: "order status", clientOrderId: row.clientOrderId, error: error.message })
+            yield* journal.update(row.orderId, { nextPollAt: now + settings.restingPollMs }, now)
+          })
+        )
+      )
+
+    const pollOnce: Effect.Effect<PollReport> = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const due = (yield* journal.inStates(["accepted", "pending", "resting"])).filter(
+        (o) => o.clientOrderId !== null && (o.nextPollAt ?? 0) <= now
+      )
+      if (due.length === 0) return { due: 0, statusCalls: 0, openOrdersCalls: 0 }
+      let inDoubt: ReadonlyArray<OrderRow> = due
+      let openOrdersCalls = 0
+      if (due.length >= settings.batchThreshold) {
+        const open = yield* Effect.either(client.openOrders())
+        openOrdersCalls = 1
+        if (open._tag === "Right") {
+          const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
+          const missing: Array<OrderRow> = []
+          for (const row of due) {
+            const seen = byId.get(row.clientOrderId!)
+            if (seen === undefined) missing.push(row)
+            else yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty })
+          }
+          inDoubt = missing
+        }
+      }
+      yield* Effect.forEach(inDoubt, pollStatus, { concurrency: settings.concurrency, discard: true })
+      return { due: due.length, statusCalls: inDoubt.length, openOrdersCalls }
+    })
+
+    return {
+      pollOnce,
+      observe,
+      loop: Effect.gen(function* () {
+        for (;;) {
+          yield* Effect.race(bus.awaitTrackerWake, Effect.sleep(settings.tickMs))
+          yield* pollOnce
+        }
+      })
+    }
+  })
+}) {}

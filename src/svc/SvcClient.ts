@@ -1,0 +1,439 @@
+/**
+ * SvcClient: the only way svcbot talks to the exchange. One typed method per
+ * endpoint of the spec and the Dialect.
+ *
+ * Request pipeline: the body is serialized once (Decimal amounts as JSON number
+ * literals), those exact bytes are signed and sent. Answers are parsed losslessly
+ * and decoded by the Schemas of Api.ts. Failed answers become the tagged errors of
+ * Errors.ts by `code`, else by HTTP status.
+ *
+ * Retry policy:
+ * - API_KEY_TIMESTAMP_INVALID: learn the clock offset from `server_time_ms`, retry
+ *   once with a fresh timestamp and signature (any method: the request was refused).
+ * - GETs and cancels retry on 5xx and network errors with capped jittered backoff;
+ *   every attempt is signed anew, since a resent non-GET signature is a replay.
+ * - A placement is never retried once it may have reached the server (timeout,
+ *   reset, 5xx, unreadable 202): it fails with PlacementOutcomeUnknown for
+ *   reconciliation. Only a connection that never opened is a plain NetworkError.
+ */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, Stream } from "effect"
+import type { Decimal } from "../domain/Decimal.js"
+import { parse, stringify } from "../domain/Json.js"
+import { logEvent } from "../log/Logger.js"
+import { registerSecret } from "../log/Redaction.js"
+import {
+  type Accepted,
+  type Candle,
+  CandlesAnswer,
+  CancelAnswer,
+  decodeFillsPage,
+  decoderFor,
+  type Depth,
+  Depth as DepthSchema,
+  ExchangeInfo,
+  type FillsPage,
+  type Fill,
+  FundingRow,
+  OpenOrder,
+  OrderStatus,
+  type Pair,
+  PlacementAnswer,
+  Ticker,
+  WalletRow
+} from "./Api.js"
+import { Budget, type BudgetOptions, type BudgetSnapshot, type Demand, type Priority, type Ticket } from "./Budget.js"
+import type { Dialect, Side } from "./Dialect.js"
+import {
+  DecodeError,
+  fromFailedAnswer,
+  isAccountBlock,
+  NetworkError,
+  PlacementOutcomeUnknown,
+  type PlacementRequest,
+  type SvcError
+} from "./Errors.js"
+import { ServerClock } from "./ServerClock.js"
+import { signRequest } from "./Signer.js"
+
+const WalletRowList = Schema.Array(WalletRow)
+const FundingRowList = Schema.Array(FundingRow)
+const OpenOrderList = Schema.Array(OpenOrder)
+
+export interface RetryOptions {
+  /** Retries of a GET or cancel after a 5xx or network error. */
+  readonly maxRetries: number
+  readonly baseDelayMs: number
+  readonly maxDelayMs: number
+}
+
+export const defaultRetryOptions: RetryOptions = { maxRetries: 3, baseDelayMs: 100, maxDelayMs: 2000 }
+
+export interface SvcClientOptions {
+  /** Scheme, host and port (and any prefix before `/api`), e.g. `https://exchange.example`. */
+  readonly baseUrl: string
+  readonly apiKey: Redacted.Redacted<string>
+  readonly apiSecret: Redacted.Redacted<string>
+  readonly dialect: Dialect
+  readonly requestTimeoutMs: number
+  readonly budget?: Partial<BudgetOptions>
+  readonly retry?: Partial<RetryOptions>
+}
+
+export interface LimitOrder {
+  readonly symbol: string
+  readonly side: Side
+  readonly baseQty: Decimal
+  readonly limitPrice: Decimal
+}
+
+/** A market buy spends `quoteOrderQty`; a market sell sells `baseQty`. */
+export type MarketOrder = {
+  readonly symbol: string
+  readonly maxSlippageBps: number
+} & ({ readonly side: "buy"; readonly quoteOrderQty: Decimal } | { readonly side: "sell"; readonly baseQty: Decimal })
+
+export interface StopLimitOrder {
+  readonly symbol: string
+  readonly side: Side
+  readonly baseQty: Decimal
+  readonly limitPrice: Decimal
+  readonly stopPrice: Decimal
+}
+
+export interface FillsQuery {
+  readonly symbol?: string
+  readonly limit?: number
+  readonly before?: string
+}
+
+export interface FillsFollow {
+  readonly symbol?: string
+  readonly limit?: number
+  /** Stop after the page holding a fill for which this is true (typically: a fill already stored). */
+  readonly stopWhen?: (fill: Fill) => boolean
+}
+
+export interface CandlesQuery {
+  readonly symbol: string
+  readonly interval: string
+  readonly limit?: number
+  /** Only candles that opened before this time (epoch ms). */
+  readonly before?: number
+}
+
+type Kind = "public" | "read" | "placement" | "cancel"
+
+interface Call<A> {
+  readonly method: "GET" | "POST"
+  readonly path: string
+  readonly query?: ReadonlyArray<readonly [string, string | number | undefined]>
+  readonly body?: Readonly<Record<string, unknown>>
+  readonly kind: Kind
+  readonly priority: Priority
+  /** Reads a successful answer; `sentAtMs` is the server-clock time the answered attempt was sent. */
+  readonly decode: (json: unknown, sentAtMs: number) => Either.Either<A, DecodeError>
+}
+
+type Attempt =
+  | {
+      readonly _tag: "Answered"
+      readonly status: number
+      readonly json: unknown
+      readonly error: SvcError | undefined
+      readonly sentAtMs: number
+      readonly sentAtLocalMs: number
+      readonly receivedAtLocalMs: number
+    }
+  | { readonly _tag: "Lost"; readonly reason: "timeout" | "connection"; readonly neverSent: boolean; readonly detail: string; readonly sentAtMs: number }
+
+/** Error codes of a connection that was never opened: nothing reached the server. */
+const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
+
+const errorCodeOf = (cause: unknown): string | undefined => {
+  for (let current = cause, depth = 0; current !== null && typeof current === "object" && depth < 5; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === "string") return code
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+const retryAfterSeconds = (text: string | undefined): number | undefined => {
+  if (text === undefined || !/^\s*\d+\s*$/.test(text)) return undefined
+  return Number(text)
+}
+
+const queryString = (query: Call<unknown>["query"]): string => {
+  if (query === undefined) return ""
+  const params = new URLSearchParams()
+  for (const [name, value] of query) if (value !== undefined) params.append(name, String(value))
+  const text = params.toString()
+  return text === "" ? "" : `?${text}`
+}
+
+const placementRequestOf = (type: PlacementRequest["type"], body: Readonly<Record<string, unknown>>): PlacementRequest =>
+  ({ type, ...body }) as PlacementRequest
+
+export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
+  scoped: (options: SvcClientOptions) =>
+    Effect.gen(function* () {
+      const http = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerDisabledWhen(() => true))
+      const budget = yield* Budget
+      const clock = yield* ServerClock
+      const apiKey = Redacted.value(options.apiKey)
+      const apiSecret = Redacted.value(options.apiSecret)
+      registerSecret(apiSecret)
+      const { dialect, requestTimeoutMs } = options
+      const retry: RetryOptions = { ...defaultRetryOptions, ...options.retry }
+      const baseUrl = options.baseUrl.replace(/\/+$/, "")
+
+      /** One request on the wire: admitted by the budget, signed with a fresh timestamp, sent, booked. */
+      const attempt = (call: Call<unknown>, demand: Demand, url: URL, bodyText: string | undefined): Effect.Effect<Attempt, SvcError> =>
+        Effect.gen(function* () {
+          const signed = call.kind !== "public"
+          const ticket: Ticket | undefined = signed ? yield* budget.admit(demand) : undefined
+          const sentAtMs = yield* clock.timestamp
+          const sentAtLocalMs = yield* Clock.currentTimeMillis
+          const target = url.pathname + url.search
+          const headers = signed
+            ? signRequest(apiKey, apiSecret, { method: call.method, target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: bodyText }).headers
+            : {}
+          let request = HttpClientRequest.make(call.method)(url.href).pipe(HttpClientRequest.setHeaders(headers))
+          if (bodyText !== undefined) request = HttpClientRequest.bodyUint8Array(request, Buffer.from(bodyText, "utf8"), "application/json")
+          const sent = yield* http.execute(request).pipe(
+            Effect.flatMap((response) => Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))),
+            Effect.timeoutFail({ duration: requestTimeoutMs, onTimeout: () => "timeout" as const }),
+            Effect.either
+          )
+          if (Either.isLeft(sent)) {
+            if (ticket !== undefined) yield* budget.settle(ticket, { _tag: "Lost" })
+            const failure = sent.left
+            if (failure === "timeout") return { _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs } as const
+            const code = errorCodeOf(failure.cause)
+            return {
+              _tag: "Lost",
+              reason: "connection",
+              neverSent: failure._tag === "RequestError" && code !== undefined && NEVER_CONNECTED.has(code),
+              detail: code ?? failure.message,
+              sentAtMs
+            } as const
+          }
+          const receivedAtLocalMs = yield* Clock.currentTimeMillis
+          const { status, text } = sent.right
+          const header = (name: string): string | undefined => sent.right.headers[name.toLowerCase()]
+          let json: unknown
+          try {
+            json = text === "" ? undefined : parse(text)
+          } catch {
+            json = undefined
+          }
+          const notOk = json !== null && typeof json === "object" && (json as { ok?: unknown }).ok === false
+          const error =
+            status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
+          if (ticket !== undefined) yield* budget.settle(ticket, { _tag: "Answered", status, header, error })
+          return { _tag: "Answered", status, json, error, sentAtMs, sentAtLocalMs, receivedAtLocalMs } as const
+        })
+
+      const backoff = (retryNumber: number): Effect.Effect<number> =>
+        Effect.map(Random.next, (jitter) => {
+          const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** retryNumber)
+          // Full jitter keeps many clients (or fibers) from retrying in step.
+          return Math.round(ceiling / 2 + (jitter * ceiling) / 2)
+        })
+
+      const run = <A>(call: Call<A>): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
+        Effect.gen(function* () {
+          // Serialized once: these exact bytes are hashed into every signature and sent.
+          const bodyText = call.body === undefined ? undefined : stringify(call.body)
+          const url = new URL(baseUrl + call.path + queryString(call.query))
+          const demand: Demand = { endpoint: `${call.method} ${call.path}`, priority: call.priority, placement: call.kind === "placement" }
+          const retriable = call.method === "GET" || call.kind === "cancel"
+          const unknownPlacement = (reason: PlacementOutcomeUnknown["reason"], detail: string, sentAtMs: number) =>
+            new PlacementOutcomeUnknown({
+              endpoint: call.path,
+              request: placementRequestOf(call.path === dialect.paths.limitOrder ? "limit" : call.path === dialect.paths.marketOrder ? "market" : "stop-limit", call.body ?? {}),
+              sentAtMs,
+              reason,
+              detail
+            })
+          let clockCorrected = false
+          let retries = 0
+          for (;;) {
+            const outcome = yield* attempt(call, demand, url, bodyText)
+            let failure: SvcError
+            if (outcome._tag === "Lost") {
+              if (call.kind === "placement" && !outcome.neverSent) return yield* Effect.fail(unknownPlacement(outcome.reason, outcome.detail, outcome.sentAtMs))
+              failure = new NetworkError({ endpoint: call.path, reason: outcome.reason, detail: outcome.detail })
+            } else if (outcome.error === undefined) {
+              const decoded = call.decode(outcome.json, outcome.sentAtMs)
+              if (Either.isRight(decoded)) return decoded.right
+              if (call.kind === "placement") {
+                return yield* Effect.fail(unknownPlacement("unreadable-answer", `HTTP ${outcome.status}: ${decoded.left.message}`, outcome.sentAtMs))
+              }
+              yield* logEvent("request.failed", { endpoint: call.path, error: decoded.left._tag, field: decoded.left.field, detail: decoded.left.detail })
+              return yield* Effect.fail(decoded.left)
+            } else {
+              failure = outcome.error
+              if (failure._tag === "ApiKeyTimestampInvalid" && failure.serverTimeMs !== null && !clockCorrected) {
+                clockCorrected = true
+                yield* clock.learn(failure.serverTimeMs, outcome.sentAtLocalMs, outcome.receivedAtLocalMs, failure.reason)
+                continue
+              }
+              if (failure._tag === "ServerUnavailable" && call.kind === "placement") {
+                return yield* Effect.fail(unknownPlacement("server-error", `HTTP ${failure.status}`, outcome.sentAtMs))
+              }
+            }
+            const transient = failure._tag === "NetworkError" || failure._tag === "ServerUnavailable"
+            if (transient && retriable && retries < retry.maxRetries) {
+              const delayMs = yield* backoff(retries)
+              retries += 1
+              yield* logEvent("request.retry", { endpoint: call.path, method: call.method, retry: retries, delayMs, error: failure._tag })
+              yield* Effect.sleep(delayMs)
+              continue
+            }
+            yield* logFailure(failure)
+            return yield* Effect.fail(failure)
+          }
+        })
+
+      const logFailure = (error: SvcError): Effect.Effect<void> => {
+        switch (error._tag) {
+          // Logged by the budget governor as rate.limited, auth.blocked and auth.invalid; CircuitOpen is a local refusal.
+          case "RateLimited":
+          case "AuthBlocked":
+          case "ApiKeyInvalid":
+          case "CircuitOpen":
+            return Effect.void
+          case "ApiKeyNotPermitted":
+            return logEvent("auth.not-permitted", { endpoint: error.endpoint, requiredScope: error.requiredScope })
+          default:
+            return isAccountBlock(error)
+              ? logEvent("account.blocked", { endpoint: error.endpoint, code: error._tag })
+              : logEvent("request.failed", { endpoint: error.endpoint, error: error._tag, detail: error.message })
+        }
+      }
+
+      /** Only placements can end in PlacementOutcomeUnknown. */
+      const notPlacement = <A>(effect: Effect.Effect<A, SvcError | PlacementOutcomeUnknown>) => effect as Effect.Effect<A, SvcError>
+
+      const read = <A>(path: string, priority: Priority, decode: Call<A>["decode"], query?: Call<A>["query"]): Effect.Effect<A, SvcError> =>
+        notPlacement(run({ method: "GET", path, kind: "read", priority, decode, ...(query === undefined ? {} : { query }) }))
+
+      const publicRead = <A>(path: string, decode: Call<A>["decode"], query: NonNullable<Call<A>["query"]>): Effect.Effect<A, SvcError> =>
+        notPlacement(run({ method: "GET", path, kind: "public", priority: "marketData", decode, query }))
+
+      const place = (path: string, body: Readonly<Record<string, unknown>>): Effect.Effect<Accepted, SvcError | PlacementOutcomeUnknown> => {
+        const decode = decoderFor(PlacementAnswer, path)
+        return run({
+          method: "POST",
+          path,
+          body,
+          kind: "placement",
+          priority: "place",
+          decode: (json, sentAtMs) => Either.map(decode(json), (answer): Accepted => ({ clientOrderId: answer.clientOrderId, status: answer.status, sentAtMs }))
+        })
+      }
+
+      const paths = dialect.paths
+      const decodeSpot = decoderFor(WalletRowList, paths.walletsSpot)
+      const decodeFunding = decoderFor(FundingRowList, paths.walletsFunding)
+      const decodeOpenOrders = decoderFor(OpenOrderList, paths.openOrders)
+      const decodeFills = decodeFillsPage(paths.fills)
+      const decodeStatus = decoderFor(OrderStatus, paths.orderStatus)
+      const decodeCancel = decoderFor(CancelAnswer, paths.cancelOrder)
+      const decodeExchangeInfo = decoderFor(ExchangeInfo, paths.exchangeInfo)
+      const decodeTicker = decoderFor(Ticker, paths.ticker)
+      const decodeCandles = decoderFor(CandlesAnswer, paths.candles)
+      const decodeDepth = decoderFor(DepthSchema, paths.depth)
+
+      const fillsPage = (query: FillsQuery = {}): Effect.Effect<FillsPage, SvcError> =>
+        read(paths.fills, "fills", decodeFills, [
+          ["symbol", query.symbol],
+          ["limit", query.limit],
+          ["before", query.before]
+        ])
+
+      return {
+        exchangeInfo: (symbol?: string): Effect.Effect<ReadonlyArray<Pair>, SvcError> =>
+          Effect.map(publicRead(paths.exchangeInfo, decodeExchangeInfo, [["symbol", symbol]]), (answer) => answer.pairs),
+        ticker: (symbol: string): Effect.Effect<Ticker, SvcError> => publicRead(paths.ticker, decodeTicker, [["symbol", symbol]]),
+        candles: (query: CandlesQuery): Effect.Effect<ReadonlyArray<Candle>, SvcError> =>
+          Effect.map(
+            publicRead(paths.candles, decodeCandles, [
+              ["symbol", query.symbol],
+              ["interval", query.interval],
+              ["limit", query.limit],
+              ["before", query.before]
+            ]),
+            (answer) => answer.candles
+          ),
+        depth: (query: { readonly symbol: string; readonly limit?: number }): Effect.Effect<Depth, SvcError> =>
+          publicRead(paths.depth, decodeDepth, [
+            ["symbol", query.symbol],
+            ["limit", query.limit]
+          ]),
+
+        spotWallet: (): Effect.Effect<ReadonlyArray<WalletRow>, SvcError> => read(paths.walletsSpot, "reconcile", decodeSpot),
+        fundingWallet: (): Effect.Effect<ReadonlyArray<FundingRow>, SvcError> => read(paths.walletsFunding, "reconcile", decodeFunding),
+        openOrders: (symbol?: string): Effect.Effect<ReadonlyArray<OpenOrder>, SvcError> =>
+          read(paths.openOrders, "reconcile", decodeOpenOrders, [["symbol", symbol]]),
+        fillsPage,
+        /** Pages newest first, following `nextCursor` via `before` until it is null or `stopWhen` holds for a fill of a page. */
+        fills: (follow: FillsFollow = {}): Stream.Stream<FillsPage, SvcError> =>
+          Stream.paginateEffect(undefined as string | undefined, (before) =>
+            Effect.map(
+              fillsPage({
+                ...(follow.symbol === undefined ? {} : { symbol: follow.symbol }),
+                ...(follow.limit === undefined ? {} : { limit: follow.limit }),
+                ...(before === undefined ? {} : { before })
+              }),
+              (page) => {
+                const stop = page.nextCursor === null || (follow.stopWhen !== undefined && page.fills.some(follow.stopWhen))
+                return [page, stop ? Option.none() : Option.some(page.nextCursor ?? undefined)] as const
+              }
+            )
+          ),
+        orderStatus: (clientOrderId: string): Effect.Effect<OrderStatus, SvcError> =>
+          read(paths.orderStatus, "status", decodeStatus, [["clientOrderId", clientOrderId]]),
+
+        placeLimit: (order: LimitOrder) =>
+          place(paths.limitOrder, { symbol: order.symbol, side: order.side, baseQty: order.baseQty, limitPrice: order.limitPrice }),
+        placeMarket: (order: MarketOrder) =>
+          place(
+            paths.marketOrder,
+            order.side === "buy"
+              ? { symbol: order.symbol, side: order.side, quoteOrderQty: order.quoteOrderQty, maxSlippageBps: order.maxSlippageBps }
+              : { symbol: order.symbol, side: order.side, baseQty: order.baseQty, maxSlippageBps: order.maxSlippageBps }
+          ),
+        placeStopLimit: (order: StopLimitOrder) =>
+          place(paths.stopLimitOrder, {
+            symbol: order.symbol,
+            side: order.side,
+            baseQty: order.baseQty,
+            limitPrice: order.limitPrice,
+            stopPrice: order.stopPrice
+          }),
+        /** Never held back by the budget; retried on 5xx and network errors (cancelling is idempotent by clientOrderId). */
+        cancel: (clientOrderId: string): Effect.Effect<CancelAnswer, SvcError> =>
+          notPlacement(run({ method: "POST", path: paths.cancelOrder, body: { clientOrderId }, kind: "cancel", priority: "cancel", decode: decodeCancel })),
+
+        budgetSnapshot: budget.snapshot,
+        /** The learned offset of the server's clock (server minus local), in ms. */
+        clockOffsetMs: clock.offsetMs
+      } as const
+    })
+}) {
+  /**
+   * The client with its own budget governor and server clock, over a keep-alive
+   * undici connection pool. One per API key.
+   */
+  static layerWith(options: SvcClientOptions) {
+    return SvcClient.Default(options).pipe(
+      Layer.provideMerge(Budget.Default(options.budget ?? {})),
+      Layer.provideMerge(ServerClock.Default),
+      Layer.provide(NodeHttpClient.layerUndici)
+    )
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The `svc-venue` command (also `svcbot venue`): flags, file loading, the dev-key
+ * banner, and serving until SIGINT/SIGTERM interrupts the program.
+ */
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Option } from "effect"
+import { readFileSync } from "node:fs"
+import { layer as loggerLayer, logEvent } from "../log/Logger.js"
+import { devAccounts, type AccountsFile } from "./Accounts.js"
+import { serveVenue, VenueStartError } from "./Server.js"
+import { parseOhlcvCsv, type TapeSource } from "./Tape.js"
+
+const readText = (path: string, what: string): Effect.Effect<string, VenueStartError> =>
+  Effect.try({
+    try: () => readFileSync(path, "utf8"),
+    catch: (cause) => new VenueStartError({ message: `cannot read the ${what} ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+  })
+
+/** `synthetic:SEED`, `manual`, or the path of an OHLCV CSV file. */
+export const parseTapeFlag = (flag: string): Effect.Effect<TapeSource, VenueStartError> => {
+  if (flag === "manual") return Effect.succeed({ kind: "manual" })
+  const synthetic = /^synthetic:(\d{1,10})$/.exec(flag)
+  if (synthetic !== null) return Effect.succeed({ kind: "synthetic", seed: Number(synthetic[1]) })
+  if (flag.startsWith("synthetic")) return Effect.fail(new VenueStartError({ message: `--tape ${flag}: write synthetic:SEED with an integer seed, e.g. synthetic:42` }))
+  return readText(flag, "tape CSV").pipe(
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: (): TapeSource => ({ kind: "csv", candles: parseOhlcvCsv(text) }),
+        catch: (cause) => new VenueStartError({ message: `--tape ${flag}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+      })
+    )
+  )
+}
+
+const loadAccounts = (path: string): Effect.Effect<AccountsFile, VenueStartError> =>
+  readText(path, "accounts file").pipe(
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: () => JSON.parse(text) as AccountsFile,
+        catch: (cause) => new VenueStartError({ message: `the accounts file ${path} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+      })
+    )
+  )
+
+const options = {
+  host: Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("interface to listen on")),
+  port: Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("port to listen on; 0 picks a free port")),
+  accounts: Options.file("accounts").pipe(Options.optional, Options.withDescription("accounts, keys, pairs, limits and fees (JSON); the built-in dev accounts when absent")),
+  tape: Options.text("tape").pipe(Options.withDefault("synthetic:1"), Options.withDescription("synthetic:SEED, manual, or an OHLCV CSV file (open_time_ms,open,high,low,close,volume)")),
+  tickMs: Options.integer("tick-ms").pipe(Options.withDefault(1000), Options.withDescription("milliseconds between tape steps; 0 moves the tape only through /_venue/tape")),
+  settleMs: Options.integer("settle-ms").pipe(Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement of an order")),
+  tlsCert: Options.file("tls-cert").pipe(Options.optional, Options.withDescription("PEM certificate: serve https")),
+  tlsKey: Options.file("tls-key").pipe(Options.optional, Options.withDescription("PEM private key of --tls-cert"))
+}
+
+export const venueCommand = Command.make("venue", options, (flags) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const accounts = Option.isSome(flags.accounts) ? yield* loadAccounts(flags.accounts.value) : devAccounts
+      if (Option.isNone(flags.accounts)) {
+        // Deliberate CLI output: the dev keys are well-known test keys of this venue only.
+        yield* Console.error(`svc-venue: no --accounts given; built-in dev accounts and keys:\n${JSON.stringify(devAccounts, null, 2)}`)
+        yield* logEvent("venue.dev-keys", { keyIds: devAccounts.accounts.flatMap((a) => (a.keys ?? []).map((k) => k.id)) })
+      }
+      const tape = yield* parseTapeFlag(flags.tape)
+      if (Option.isSome(flags.tlsCert) !== Option.isSome(flags.tlsKey)) {
+        return yield* new VenueStartError({ message: "--tls-cert and --tls-key go together" })
+      }
+      const tls =
+        Option.isSome(flags.tlsCert) && Option.isSome(flags.tlsKey)
+          ? { cert: yield* readText(flags.tlsCert.value, "TLS certificate"), key: yield* readText(flags.tlsKey.value, "TLS key") }
+          : undefined
+      const running = yield* serveVenue({
+        host: flags.host,
+        port: flags.port,
+        accounts,
+        tape,
+        tickMs: flags.tickMs,
+        settleMs: flags.settleMs,
+        ...(tls === undefined ? {} : { tls })
+      })
+      yield* logEvent("venue.listening", { url: running.url })
+      return yield* Effect.never
+    })
+  ).pipe(Effect.provide(loggerLayer()))
+).pipe(Command.withDescription("svc-venue: a faithful implementation of the SVC API on this machine"))

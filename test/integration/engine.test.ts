@@ -1,0 +1,209 @@
+import { Effect, Stream } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { Decimal } from "../../src/domain/Decimal.js"
+import type { Intent } from "../../src/domain/Intent.js"
+import { Engine } from "../../src/engine/Engine.js"
+import type { OrderUpdate } from "../../src/engine/EngineBus.js"
+import { FillLedger } from "../../src/store/FillLedger.js"
+import { OrderJournal } from "../../src/store/OrderJournal.js"
+import { startVenue, type TestVenue } from "../support/venue.js"
+import { eventually, isFinished, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const setup = async (options: Parameters<typeof testOptions>[1] = {}) => {
+  const venue = await startVenue()
+  cleanups.push(() => venue.close())
+  const db = tempDbPath()
+  cleanups.push(db.cleanup)
+  const engine = await startEngine(venue, testOptions(db.path, options))
+  cleanups.push(() => engine.runtime.dispose())
+  return { venue, engine, db }
+}
+
+const d = (text: string) => new Decimal(text)
+
+/** Submits intents and collects this strategy's order updates until every tag has a finished state. */
+const submitAndFollow = (strategyId: string, intents: ReadonlyArray<Intent>, timeoutMs = 15_000) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const engine = yield* Engine
+      const updates = yield* engine.orderUpdates()
+      const results = yield* engine.submit(strategyId, intents)
+      const tags = new Set(results.filter((r) => r._tag === "Approved").map((r) => r.tag))
+      const finished = new Map<string, OrderUpdate>()
+      const seen: Array<OrderUpdate> = []
+      if (tags.size > 0) {
+        yield* updates.pipe(
+          Stream.filter((u) => u.strategyId === strategyId),
+          Stream.tap((u) =>
+            Effect.sync(() => {
+              seen.push(u)
+              if (["fill", "rejected", "cancelled", "not_placed", "refused"].includes(u.state)) finished.set(u.tag!, u)
+            })
+          ),
+          Stream.takeUntil(() => [...tags].every((t) => finished.has(t))),
+          Stream.runDrain,
+          Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => new Error(`orders of ${strategyId} did not finish`) })
+        )
+      }
+      return { results, finished, seen }
+    })
+  )
+
+const venueOrders = async (venue: TestVenue) => (await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<Record<string, unknown>>
+const venueFills = async (venue: TestVenue) => (await venue.admin("GET", `/_venue/fills?uid=${venue.uid}`)).fills as Array<Record<string, unknown>>
+
+describe("engine against svc-venue", () => {
+  it("limit, market and stop-limit orders each reach their terminal kind; fills land in the ledger", async () => {
+    const { venue, engine } = await setup()
+    const { finished, seen } = await engine.run(
+      submitAndFollow("s1", [
+        { type: "limit", tag: "lim", symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), limitPrice: d("60100") },
+        { type: "market", tag: "mkt-buy", symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("100"), maxSlippageBps: 50 },
+        { type: "market", tag: "mkt-sell", symbol: "ETHUSDT", side: "sell", baseQty: d("0.5"), maxSlippageBps: 50 }
+      ])
+    )
+    expect([...finished.values()].map((u) => [u.tag, u.state])).toEqual(
+      expect.arrayContaining([
+        ["lim", "fill"],
+        ["mkt-buy", "fill"],
+        ["mkt-sell", "fill"]
+      ])
+    )
+    // Every update went intent -> submitting -> accepted ... in order.
+    const lim = seen.filter((u) => u.tag === "lim").map((u) => u.state)
+    expect(lim.slice(0, 3)).toEqual(["intent", "submitting", "accepted"])
+
+    // A buy stop above the market waits as pending until the tape reaches it, then fills.
+    const stop = await engine.run(
+      Effect.gen(function* () {
+        const e = yield* Engine
+        return yield* e.submit("s1", [
+          { type: "stop-limit", tag: "stop", symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), stopPrice: d("60500"), limitPrice: d("60700") }
+        ])
+      })
+    )
+    expect(stop[0]?._tag).toBe("Approved")
+    await engine.run(
+      eventually(
+        Effect.map(OrderJournal.pipe(Effect.flatMap((j) => j.latestByTag("s1", "stop"))), (o) => (o?.state === "pending" ? o : undefined)),
+        "the stop order to be pending"
+      )
+    )
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60600" })
+    const stopped = await engine.run(
+      eventually(Effect.map(OrderJournal.pipe(Effect.flatMap((j) => j.latestByTag("s1", "stop"))), (o) => (isFinished(o) ? o : undefined)), "the stop order to finish")
+    )
+    expect(stopped.state).toBe("fill")
+    expect(stopped.kindsSeen).toContain("pending")
+
+    // The ledger equals the venue's fills, and the portfolio sees the bought BTC.
+    const expected = await venueFills(venue)
+    const fills = await engine.run(
+      eventually(
+        Effect.map(Effect.flatMap(FillLedger, (l) => l.all), (all) => (all.length === expected.length ? all : undefined)),
+        "the ledger to hold every venue fill"
+      )
+    )
+    expect(fills.map((f) => f.fillId).sort()).toEqual(expected.map((f) => f.fillId as string).sort())
+    const portfolio = await engine.run(Effect.flatMap(Engine, (e) => e.portfolio("s1")))
+    const btc = portfolio.positions.find((p) => p.symbol === "BTCUSDT")!
+    expect(btc.baseQty.gt(d("0.02"))).toBe(true)
+    expect(portfolio.fees.BTC).toBeDefined()
+  })
+
+  it("partial fills keep the order resting with its progress, and a cancel by tag ends it", async () => {
+    const { venue, engine } = await setup()
+    const results = await engine.run(
+      Effect.flatMap(Engine, (e) =>
+        e.submit("s2", [{ type: "limit", tag: "ask", symbol: "BTCUSDT", side: "sell", baseQty: d("0.1"), limitPrice: d("60200") }])
+      )
+    )
+    expect(results[0]?._tag).toBe("Approved")
+    const byTag = Effect.flatMap(OrderJournal, (j) => j.latestByTag("s2", "ask"))
+    await engine.run(eventually(Effect.map(byTag, (o) => (o?.state === "resting" ? o : undefined)), "the ask to rest"))
+    // The tape touching the limit price fills half of the remainder.
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60200" })
+    const partial = await engine.run(eventually(Effect.map(byTag, (o) => (o !== undefined && o.filledBaseQty.gt(0) ? o : undefined)), "a partial fill"))
+    expect(partial.state).toBe("resting")
+    expect(partial.filledBaseQty.toFixed()).toBe("0.05")
+    const { finished } = await engine.run(submitAndFollow("s2", [{ type: "cancel", tag: "ask" }]))
+    expect(finished.get("ask")?.state).toBe("cancelled")
+    const cancelled = await engine.run(byTag)
+    expect(cancelled?.state).toBe("cancelled")
+    expect(cancelled?.filledBaseQty.toFixed()).toBe("0.05")
+    const again = await engine.run(Effect.flatMap(Engine, (e) => e.submit("s2", [{ type: "cancel", tag: "ask" }])))
+    expect(again[0]).toMatchObject({ _tag: "Refused", reason: "already-final" })
+  })
+
+  it("SPOT_INSUFFICIENT_FUNDS, SPOT_SLIPPAGE_EXCEEDED and SPOT_HALTED reach the strategy with their code", async () => {
+    // Caches long enough that the venue, not the local risk check, is the one to refuse.
+    const { venue, engine } = await setup({ market: { balancesRefreshMs: 600_000, pairsRefreshMs: 600_000 } })
+    await engine.run(Effect.flatMap(Engine, (e) => e.view("s3")))
+    await venue.admin("POST", "/_venue/balances", { uid: venue.uid, balances: { USDT: "10" } })
+    await venue.admin("POST", "/_venue/pair-status", { symbol: "ETHUSDT", status: "halted" })
+    const { finished } = await engine.run(
+      submitAndFollow("s3", [
+        { type: "limit", tag: "poor", symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), limitPrice: d("59000") },
+        { type: "market", tag: "slip", symbol: "BTCUSDT", side: "sell", baseQty: d("1.9"), maxSlippageBps: 1 },
+        { type: "limit", tag: "halt", symbol: "ETHUSDT", side: "sell", baseQty: d("1"), limitPrice: d("3000") }
+      ])
+    )
+    expect(finished.get("poor")).toMatchObject({ state: "rejected", code: "SPOT_INSUFFICIENT_FUNDS" })
+    expect(finished.get("slip")).toMatchObject({ state: "rejected", code: "SPOT_SLIPPAGE_EXCEEDED" })
+    expect(finished.get("halt")).toMatchObject({ state: "rejected", code: "SPOT_HALTED" })
+    expect(engine.log.events("order.rejected").map((e) => e.code).sort()).toEqual(["SPOT_HALTED", "SPOT_INSUFFICIENT_FUNDS", "SPOT_SLIPPAGE_EXCEEDED"])
+  })
+
+  it("a risk refusal is reported and logged and never sent", async () => {
+    const { venue, engine } = await setup({ risk: { priceCollarBps: 100, maxOpenOrders: 5 } })
+    const results = await engine.run(
+      Effect.flatMap(Engine, (e) =>
+        e.submit("s4", [{ type: "limit", tag: "far", symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), limitPrice: d("50000") }])
+      )
+    )
+    expect(results[0]).toMatchObject({ _tag: "Refused", reason: "price-collar" })
+    expect(engine.log.events("risk.refused")).toEqual([expect.objectContaining({ reason: "price-collar", tag: "far", strategyId: "s4" })])
+    expect(await venueOrders(venue)).toEqual([])
+  })
+
+  it("a frozen account stops placements with the fix named, while reads go on", async () => {
+    const { venue, engine } = await setup()
+    await venue.admin("POST", "/_venue/account-status", { uid: venue.uid, status: "frozen" })
+    const { finished } = await engine.run(
+      submitAndFollow("s5", [{ type: "limit", tag: "a", symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), limitPrice: d("59000") }])
+    )
+    expect(finished.get("a")).toMatchObject({ state: "refused", code: "ACCOUNT_FROZEN" })
+    expect(engine.log.events("account.blocked").filter((e) => e.fix !== undefined)).toEqual([
+      expect.objectContaining({ code: "ACCOUNT_FROZEN", fix: expect.stringContaining("website") })
+    ])
+    const next = await engine.run(
+      Effect.flatMap(Engine, (e) => e.submit("s5", [{ type: "limit", tag: "b", symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), limitPrice: d("59000") }]))
+    )
+    expect(next[0]).toMatchObject({ _tag: "Refused", reason: "placements-blocked" })
+    const view = await engine.run(Effect.flatMap(Engine, (e) => e.view("s5")))
+    expect(view.placementsBlocked?.code).toBe("ACCOUNT_FROZEN")
+    expect(view.balances.get("USDT")?.free.gt(0)).toBe(true)
+    expect(await venueOrders(venue)).toEqual([])
+  })
+
+  it("the startup reconcile adopts open orders the journal does not know as external", async () => {
+    const venue = await startVenue()
+    cleanups.push(() => venue.close())
+    const placed = await venue.signed("POST", "/api/spot/limit", { symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), limitPrice: d("55000") })
+    expect(placed.status).toBe(202)
+    const clientOrderId = placed.json.clientOrderId as string
+    await eventually(Effect.promise(async () => ((await venueOrders(venue))[0]?.kind === "resting" ? true : undefined)), "the order to rest").pipe(Effect.runPromise)
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    const engine = await startEngine(venue, testOptions(db.path))
+    cleanups.push(() => engine.runtime.dispose())
+    const adopted = await engine.run(Effect.flatMap(OrderJournal, (j) => j.byClientOrderId(clientOrderId)))
+    expect(adopted).toMatchObject({ origin: "external", state: "resting", strategyId: null })
+    expect(engine.log.events("reconcile.completed")[0]).toMatchObject({ phase: "start", external: 1 })
+  })
+})

@@ -1,0 +1,134 @@
+import { readFileSync } from "node:fs"
+import { describe, expect, it } from "vitest"
+import { EventCatalog, isEventName } from "../../src/log/Events.js"
+
+interface Target {
+  readonly refId: string
+  readonly expr: string
+  readonly datasource?: { readonly uid: string }
+}
+interface Panel {
+  readonly id: number
+  readonly type: string
+  readonly title: string
+  readonly gridPos: { readonly x: number; readonly y: number; readonly w: number; readonly h: number }
+  readonly datasource?: { readonly type: string; readonly uid: string }
+  readonly targets?: ReadonlyArray<Target>
+  readonly panels?: ReadonlyArray<Panel>
+}
+interface Dashboard {
+  readonly uid: string
+  readonly title: string
+  readonly panels: ReadonlyArray<Panel>
+  readonly annotations: { readonly list: ReadonlyArray<{ readonly expr: string }> }
+}
+
+const dashboardText = readFileSync("ops/grafana/dashboards/svcbot.json", "utf8")
+const datasourceYaml = readFileSync("ops/grafana/provisioning/datasources/loki.yml", "utf8")
+const providerYaml = readFileSync("ops/grafana/provisioning/dashboards/svcbot.yml", "utf8")
+const alloyConfig = readFileSync("ops/alloy/config.alloy", "utf8")
+
+const dashboard = JSON.parse(dashboardText) as Dashboard
+const allPanels: ReadonlyArray<Panel> = dashboard.panels.flatMap((panel) => [panel, ...(panel.panels ?? [])])
+const queryPanels = allPanels.filter((panel) => panel.type !== "row")
+const queries = [...queryPanels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr)), ...dashboard.annotations.list.map((a) => a.expr)]
+
+/** The event names a LogQL query selects, from `event="a"` and `event=~"a|b"` matchers. */
+const eventsNamed = (expr: string): ReadonlyArray<string> =>
+  [...expr.matchAll(/\bevent\s*(=~|=)\s*"([^"]*)"/g)].flatMap((match) => (match[1] === "=~" ? match[2]!.split("|") : [match[2]!]))
+
+const balanced = (expr: string): boolean => {
+  const pairs: Record<string, string> = { ")": "(", "}": "{", "]": "[" }
+  const stack: Array<string> = []
+  let quoted = false
+  for (const char of expr) {
+    if (char === '"') quoted = !quoted
+    if (quoted) continue
+    if (char === "(" || char === "{" || char === "[") stack.push(char)
+    else if (char in pairs && stack.pop() !== pairs[char]) return false
+  }
+  return stack.length === 0 && !quoted
+}
+
+describe("Grafana dashboard", () => {
+  it("parses and has a stable uid, a title and panels with unique ids on a 24-column grid", () => {
+    expect(dashboard.uid).toMatch(/^[a-z0-9-]{1,40}$/)
+    expect(dashboard.title).toBe("svcbot")
+    const ids = allPanels.map((panel) => panel.id)
+    expect(new Set(ids).size).toBe(ids.length)
+    for (const panel of allPanels) {
+      expect(panel.gridPos.x + panel.gridPos.w, panel.title).toBeLessThanOrEqual(24)
+      expect(panel.gridPos.h, panel.title).toBeGreaterThan(0)
+    }
+    expect(queryPanels.length).toBeGreaterThanOrEqual(15)
+  })
+
+  it("every panel query names only events of the catalog, and at least one", () => {
+    for (const panel of queryPanels) {
+      expect(panel.targets?.length ?? 0, `${panel.title} has queries`).toBeGreaterThan(0)
+      for (const target of panel.targets ?? []) {
+        const named = eventsNamed(target.expr)
+        expect(named.length, `${panel.title} ${target.refId} names an event`).toBeGreaterThan(0)
+        for (const event of named) expect(isEventName(event), `${panel.title}: "${event}" is in src/log/Events.ts`).toBe(true)
+      }
+    }
+    for (const expr of dashboard.annotations.list.map((a) => a.expr)) for (const event of eventsNamed(expr)) expect(isEventName(event), event).toBe(true)
+  })
+
+  it("covers orders, rejections, fills, PnL, budgets, 429s, auth and account events, and reconciliation", () => {
+    const covered = new Set(queries.flatMap(eventsNamed))
+    for (const event of [
+      "order.accepted",
+      "order.filled",
+      "order.rejected",
+      "order.refused",
+      "fill.synced",
+      "heartbeat",
+      "budget.status",
+      "budget.wait",
+      "rate.limited",
+      "auth.invalid",
+      "auth.blocked",
+      "account.blocked",
+      "reconcile.completed",
+      "reconcile.mismatch"
+    ]) {
+      expect(covered.has(event), `${event} is on the dashboard`).toBe(true)
+    }
+    const paging: ReadonlySet<string> = new Set(["error", "fatal"])
+    for (const [event, spec] of Object.entries(EventCatalog)) {
+      if (paging.has(spec.level)) expect(covered.has(event), `error event ${event} is on the dashboard`).toBe(true)
+    }
+  })
+
+  it("queries are well-formed LogQL over svcbot's streams, through the provisioned Loki datasource", () => {
+    const uid = /uid:\s*(\S+)/.exec(datasourceYaml)?.[1]
+    expect(uid).toBeDefined()
+    for (const panel of queryPanels) {
+      expect(panel.datasource?.uid, panel.title).toBe(uid)
+      for (const target of panel.targets ?? []) {
+        const { expr } = target
+        expect(balanced(expr), `${panel.title}: ${expr}`).toBe(true)
+        expect(expr, panel.title).toContain('job="svcbot"')
+        // A value is unwrapped only after the json stage extracted it.
+        for (const [, field] of expr.matchAll(/\|\s*unwrap\s+(\w+)/g)) {
+          expect(expr, `${panel.title} extracts ${field}`).toMatch(new RegExp(`\\| json [^|]*\\b${field}="${field}"`))
+          expect(expr, `${panel.title} drops lines without ${field}`).toContain('__error__=""')
+        }
+      }
+    }
+  })
+
+  it("the log shipper labels streams with job, event and level, which the queries select on", () => {
+    expect(alloyConfig).toMatch(/labels\s*=\s*\{\s*job\s*=\s*"svcbot"\s*\}/)
+    expect(alloyConfig).toMatch(/stage\.labels\s*\{[^}]*event\s*=\s*""/)
+    expect(alloyConfig).toMatch(/stage\.json\s*\{[^}]*event\s*=\s*"event"/)
+    expect(alloyConfig).toContain('values = ["svcbot.logs=true"]')
+  })
+
+  it("the dashboard provider reads the directory compose mounts the dashboard into", () => {
+    const path = /path:\s*(\S+)/.exec(providerYaml)?.[1]
+    expect(path).toBeDefined()
+    expect(readFileSync("docker-compose.yml", "utf8")).toContain(`./ops/grafana/dashboards:${path}:ro`)
+  })
+})
