@@ -10,7 +10,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm install`, not `npm ci`: ci refuses lockfiles that lack optional platform packages.
+# `npm install`, not `npm ci`: ci trips over platform-specific optional packages the lockfile lacks.
 RUN npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY apps ./apps
@@ -20,6 +20,8 @@ RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24.11.1-bookworm-slim AS runtime
+LABEL org.opencontainers.image.title="svcbot" \
+      org.opencontainers.image.description="Algorithmic trading daemon for the SVC Spot Trading and Account API, with svc-venue"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tini \
  && rm -rf /var/lib/apt/lists/*
@@ -38,11 +40,12 @@ COPY ops/healthcheck.mjs ./ops/healthcheck.mjs
 # The only writable path: the database lives in a volume, the root filesystem can be read-only.
 RUN mkdir -p /app/data && chown node:node /app/data
 VOLUME ["/app/data"]
-USER node
+# The image's `node` user, by number so that orchestrators can verify it is not root.
+USER 1000:1000
 EXPOSE 8081
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "/app/ops/healthcheck.mjs"]
-# SIGTERM starts the daemon's orderly shutdown (cancel-on-stop, final reconcile);
+# SIGTERM starts the daemon's orderly shutdown, which cancels open orders first;
 # give it time with `docker stop -t 30` or compose's stop_grace_period.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/bin/svcbot.js"]

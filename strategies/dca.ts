@@ -13,10 +13,14 @@ import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, SCHEDU
 
 const Params = Schema.Struct({
   quoteQty: Param.decimal("the quote amount spent on each scheduled buy, e.g. \"25\"", { positive: true }),
-  maxSlippageBps: Schema.optionalWith(Param.int("the slippage each market buy accepts, 1 to 1000 basis points", { min: 1, max: 1000 }), {
-    default: () => 50
-  }),
-  maxQuoteTotal: Schema.optional(Param.decimal("the most quote the instance spends in all, e.g. \"1000\"; no limit when absent", { positive: true }))
+  maxSlippageBps: Schema.optionalWith(
+    Param.int("the slippage each market buy accepts, 1 to 1000 basis points", { min: 1, max: 1000 }),
+    { default: () => 50, exact: true }
+  ),
+  maxQuoteTotal: Schema.optionalWith(
+    Param.decimal("the most quote the instance spends in all, e.g. \"1000\"; no limit when absent", { positive: true }),
+    { exact: true }
+  )
 })
 type Params = typeof Params.Type
 

@@ -26,6 +26,14 @@ describe("grid", () => {
     expect(summary(first.intents)).toEqual(["buy 0.01 @ 9500", "buy 0.01 @ 9000", "sell 0.01 @ 10500"])
   })
 
+  it("lays the ladder out once the wallet is funded, if it was empty at the first price", () => {
+    const empty = viewOf({ params, balances: {} })
+    const first = grid.onTicker!(grid.init(params, empty), ticker("10100"), empty)
+    expect(first.intents).toEqual([])
+    const funded = viewOf({ params, balances: { USDT: "100" } })
+    expect(summary(grid.onTicker!(first.state, ticker("10100"), funded).intents)).toEqual(["buy 0.01 @ 9500"])
+  })
+
   it("sends nothing more on repeated prices while its orders rest", () => {
     const view = viewOf({ params, balances: { USDT: "1000", BTC: "0.015" } })
     const first = start(view)

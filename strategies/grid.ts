@@ -24,11 +24,14 @@ const Params = Schema.Struct({
   upperPrice: Param.decimal("the highest grid line, a price above lowerPrice", { positive: true }),
   levels: Param.int("the number of grid lines, 3 to 200", { min: 3, max: 200 }),
   orderQty: Param.decimal("the base quantity of each order, e.g. \"0.001\"", { positive: true }),
-  retryAfterMs: Schema.optionalWith(Param.int("how long a line waits before an order that ended unfilled is placed again, 1000 to 86400000 ms", { min: 1000, max: 86_400_000 }), {
-    default: () => 30_000
-  })
+  retryAfterMs: Schema.optionalWith(
+    Param.int("how long a line waits before an order that ended unfilled is placed again, 1000 to 86400000 ms", { min: 1000, max: 86_400_000 }),
+    { default: () => 30_000, exact: true }
+  )
 }).pipe(
-  Schema.filter((p) => (p.upperPrice.gt(p.lowerPrice) ? true : { path: ["upperPrice"], message: `${p.upperPrice.toFixed()} must be above lowerPrice (${p.lowerPrice.toFixed()})` }))
+  Schema.filter((p) =>
+    p.upperPrice.gt(p.lowerPrice) ? true : { path: ["upperPrice"], message: `${p.upperPrice.toFixed()} must be above lowerPrice (${p.lowerPrice.toFixed()})` }
+  )
 )
 type Params = typeof Params.Type
 type View = StrategyView<Params>
@@ -102,6 +105,8 @@ const layOut = (state: State, price: Decimal, view: View, rules: PairRules): Han
   }
   for (let i = empty - 1; i >= 0; i--) if (!arm(i, "buy")) break
   for (let i = empty + 1; i < prices.length; i++) if (!arm(i, "sell")) break
+  // Nothing was affordable (e.g. the wallet is not funded yet): lay out again at the next price.
+  if (intents.length === 0) state.ladder = ""
   return result(state, intents)
 }
 

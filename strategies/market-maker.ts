@@ -23,8 +23,14 @@ const Params = Schema.Struct({
   maxInventory: Param.decimal("the base inventory, up or down from the start, at which the skew is full and the growing side stops quoting", {
     positive: true
   }),
-  skewBps: Schema.optionalWith(Param.int("how far the quotes move at maxInventory, 0 to 5000 basis points", { min: 0, max: 5000 }), { default: () => 0 }),
-  requoteBps: Schema.optional(Param.int("how far a quote may drift from its target before it is replaced, 1 to 5000 basis points; half of halfSpreadBps when absent", { min: 1, max: 5000 }))
+  skewBps: Schema.optionalWith(
+    Param.int("how far the quotes move at maxInventory, 0 to 5000 basis points", { min: 0, max: 5000 }),
+    { default: () => 0, exact: true }
+  ),
+  requoteBps: Schema.optionalWith(
+    Param.int("how far a quote may drift from its target before it is replaced, 1 to 5000 basis points; half of halfSpreadBps when absent", { min: 1, max: 5000 }),
+    { exact: true }
+  )
 })
 type Params = typeof Params.Type
 type View = StrategyView<Params>

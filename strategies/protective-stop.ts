@@ -19,16 +19,22 @@ import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, type H
 
 const Params = Schema.Struct({
   stopBps: Param.int("how far below the highest price the stop rests, 1 to 5000 basis points", { min: 1, max: 5000 }),
-  limitOffsetBps: Schema.optionalWith(Param.int("how far below the stop its limit price is, 0 to 1000 basis points", { min: 0, max: 1000 }), {
-    default: () => 50
-  }),
-  trailStepBps: Schema.optionalWith(Param.int("the least rise that moves the stop up, 1 to 5000 basis points", { min: 1, max: 5000 }), {
-    default: () => 25
-  }),
-  maxBaseQty: Schema.optional(Param.decimal("the most base the stop protects, e.g. \"0.5\"; all free base when absent", { positive: true })),
-  retryAfterMs: Schema.optionalWith(Param.int("how long to wait before placing again a stop that ended unfilled, 1000 to 86400000 ms", { min: 1000, max: 86_400_000 }), {
-    default: () => 30_000
-  })
+  limitOffsetBps: Schema.optionalWith(
+    Param.int("how far below the stop its limit price is, 0 to 1000 basis points", { min: 0, max: 1000 }),
+    { default: () => 50, exact: true }
+  ),
+  trailStepBps: Schema.optionalWith(
+    Param.int("the least rise that moves the stop up, 1 to 5000 basis points", { min: 1, max: 5000 }),
+    { default: () => 25, exact: true }
+  ),
+  maxBaseQty: Schema.optionalWith(
+    Param.decimal("the most base the stop protects, e.g. \"0.5\"; all free base when absent", { positive: true }),
+    { exact: true }
+  ),
+  retryAfterMs: Schema.optionalWith(
+    Param.int("how long to wait before placing again a stop that ended unfilled, 1000 to 86400000 ms", { min: 1000, max: 86_400_000 }),
+    { default: () => 30_000, exact: true }
+  )
 })
 type Params = typeof Params.Type
 type View = StrategyView<Params>

@@ -24,12 +24,14 @@ const Params = Schema.Struct({
   targets: Schema.Record({ key: Param.asset("an asset ticker"), value: Weight }).annotations({
     description: 'target weights by asset, adding up to 1, e.g. { "BTC": "0.6", "USDT": "0.4" }'
   }),
-  thresholdBps: Schema.optionalWith(Param.int("how far an asset's weight may drift from its target before it is traded, 1 to 5000 basis points", { min: 1, max: 5000 }), {
-    default: () => 100
-  }),
-  maxSlippageBps: Schema.optionalWith(Param.int("the slippage each market order accepts, 1 to 1000 basis points", { min: 1, max: 1000 }), {
-    default: () => 50
-  })
+  thresholdBps: Schema.optionalWith(
+    Param.int("how far an asset's weight may drift from its target before it is traded, 1 to 5000 basis points", { min: 1, max: 5000 }),
+    { default: () => 100, exact: true }
+  ),
+  maxSlippageBps: Schema.optionalWith(
+    Param.int("the slippage each market order accepts, 1 to 1000 basis points", { min: 1, max: 1000 }),
+    { default: () => 50, exact: true }
+  )
 }).pipe(
   Schema.filter((p) => {
     const assets = Object.keys(p.targets)

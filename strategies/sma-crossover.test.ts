@@ -120,6 +120,8 @@ describe("sma-crossover", () => {
 
   it("rejects a slow period not above the fast one, naming the field", () => {
     const decoded = decodeParams(smaCrossover, "btc-sma", { fastPeriod: 5, slowPeriod: 5, entry: "market", quoteQty: "10" })
-    expect(Either.isLeft(decoded) && decoded.left.problems).toEqual(["strategies[btc-sma].params.slowPeriod: 5 must be more than fastPeriod (5) (expected the number of candles in the slow average, 2 to 10000, more than fastPeriod)"])
+    expect(Either.isLeft(decoded) && decoded.left.problems).toEqual([
+      "strategies[btc-sma].params.slowPeriod: 5 must be more than fastPeriod (5) (expected the number of candles in the slow average, 2 to 10000, more than fastPeriod)"
+    ])
   })
 })

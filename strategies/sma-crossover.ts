@@ -20,12 +20,14 @@ const Params = Schema.Struct({
   slowPeriod: Param.int("the number of candles in the slow average, 2 to 10000, more than fastPeriod", { min: 2, max: 10000 }),
   entry: Param.choice('how to enter: "market" or "limit"', "market", "limit"),
   quoteQty: Param.decimal("the quote amount spent on each entry, e.g. \"100\"", { positive: true }),
-  limitOffsetBps: Schema.optionalWith(Param.int("for limit entries, how far below the close to bid, 0 to 1000 basis points", { min: 0, max: 1000 }), {
-    default: () => 0
-  }),
-  maxSlippageBps: Schema.optionalWith(Param.int("the slippage a market order accepts, 1 to 1000 basis points", { min: 1, max: 1000 }), {
-    default: () => 50
-  })
+  limitOffsetBps: Schema.optionalWith(
+    Param.int("for limit entries, how far below the close to bid, 0 to 1000 basis points", { min: 0, max: 1000 }),
+    { default: () => 0, exact: true }
+  ),
+  maxSlippageBps: Schema.optionalWith(
+    Param.int("the slippage a market order accepts, 1 to 1000 basis points", { min: 1, max: 1000 }),
+    { default: () => 50, exact: true }
+  )
 }).pipe(Schema.filter((p) => (p.fastPeriod < p.slowPeriod ? true : { path: ["slowPeriod"], message: `${p.slowPeriod} must be more than fastPeriod (${p.fastPeriod})` })))
 type Params = typeof Params.Type
 

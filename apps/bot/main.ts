@@ -2,12 +2,15 @@
 import { Command } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect } from "effect"
+import { backtestCommand, promoteCommand, promotionsCommand } from "../../src/cli/backtest.js"
 import { CliError } from "../../src/cli/errors.js"
+import { runCommand } from "../../src/cli/run.js"
 import { signCommand } from "../../src/cli/sign.js"
+import { venueCommand } from "../../src/venue/cli.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([signCommand])
+  Command.withSubcommands([runCommand, backtestCommand, promoteCommand, promotionsCommand, signCommand, venueCommand])
 )
 
 const cli = Command.run(svcbot, { name: "svcbot", version: "0.1.0" })
@@ -18,5 +21,6 @@ cli(process.argv).pipe(
     (error) => Console.error(`svcbot: ${error.message}`).pipe(Effect.andThen(() => { process.exitCode = error.exitCode }))
   ),
   Effect.provide(NodeContext.layer),
-  NodeRuntime.runMain
+  // Log lines go through pino (src/log); the runtime's own pretty logger would print each twice.
+  (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
 )

@@ -5,4 +5,5 @@ import { venueCommand } from "../../src/venue/cli.js"
 
 const cli = Command.run(venueCommand, { name: "svc-venue", version: "0.1.0" })
 
-cli(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)
+// Logging is pino's (JSON lines); the runtime's pretty logger would print every event twice.
+NodeRuntime.runMain(cli(process.argv).pipe(Effect.provide(NodeContext.layer)), { disablePrettyLogger: true })

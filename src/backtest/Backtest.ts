@@ -243,7 +243,7 @@ class Run<P, S> {
   }
 
   /** Step 1: settlements due before the candle closes, each at its own time. */
-  settleBefore(closeMs: number): boolean {
+  private settleBefore(closeMs: number): boolean {
     let settled = false
     let next = this.engine.nextSettlementAt()
     while (next !== undefined && next < closeMs) {
@@ -254,7 +254,7 @@ class Run<P, S> {
     return settled
   }
 
-  /** Steps 2 to 4 for one candle. */
+  /** Steps 1 to 4 for one candle. */
   candle(candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
     const settled = this.settleBefore(closeMs)
     this.engine.onCandle(this.symbol, candle, closeMs)
@@ -433,6 +433,12 @@ const checkSetup = (setup: BacktestSetup<any, any>): void => {
   }
   if (setup.schedule !== undefined && setup.intervalMs % MINUTE_MS !== 0) {
     throw new BacktestSetupInvalid({ message: "a cron schedule needs candles of whole minutes" })
+  }
+  const others = (setup.strategy.symbols?.(setup.params) ?? []).filter((symbol) => symbol !== setup.pair.symbol)
+  if (others.length > 0) {
+    throw new BacktestSetupInvalid({
+      message: `a backtest runs one pair (${setup.pair.symbol}); ${setup.strategy.name} also reads ${others.join(", ")} with these params`
+    })
   }
 }
 

@@ -90,8 +90,8 @@ export const StrategyInstanceConfig = Schema.Struct({
 export type StrategyInstanceConfig = typeof StrategyInstanceConfig.Type
 
 const PartialDialect = Schema.Struct({
-  paths: Schema.optional(Schema.partial(Dialect.fields.paths)),
-  budgetHeaders: Schema.optional(Schema.partial(Dialect.fields.budgetHeaders)),
+  paths: Schema.optional(Schema.partialWith(Dialect.fields.paths, { exact: true })),
+  budgetHeaders: Schema.optional(Schema.partialWith(Dialect.fields.budgetHeaders, { exact: true })),
   recvWindowMs: Schema.optional(Dialect.fields.recvWindowMs)
 })
 

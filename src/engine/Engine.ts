@@ -6,7 +6,7 @@
  * as scoped fibers, and closing the scope shuts down gracefully.
  */
 import { Clock, Effect, Layer, type Scope, type Stream } from "effect"
-import { isTerminal } from "../domain/OrderState.js"
+import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
 import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
@@ -21,7 +21,6 @@ import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
-import type { Decimal } from "../domain/Decimal.js"
 
 /** What a strategy may read: shared balances, its own unfinished orders by tag, prices and pair rules. */
 export interface StrategyView {
@@ -109,8 +108,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       tagJournaled: (strategyId: string, tag: string) => journal.tagJournaled(strategyId, tag),
       /** Runs a full reconcile pass now (the periodic one runs on its own). */
       reconcileNow: reconcile.pass,
-      syncFills: fillSync.syncAll,
-      isFinished: (row: OrderRow) => isTerminal(row.state)
+      syncFills: fillSync.syncAll
     }
   })
 }) {}

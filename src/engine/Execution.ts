@@ -111,6 +111,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     const settings = yield* EngineSettings
     const sends = yield* FiberSet.make()
     const cancelsSent = new Set<number>()
+    /** While placements are blocked, the time the next placement may go out as a probe. */
+    let blockProbeAt = 0
     const killSwitchDay = yield* Ref.make(new Map<string, number>())
 
     /** Moves an order along the state machine, logs the change and tells subscribers. */
@@ -136,6 +138,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             type: row.type,
             filledBaseQty: row.filledBaseQty.toFixed(),
             ...(row.code === null ? {} : { code: row.code }),
+            ...(row.state === "not_placed" ? { outcome: "not_placed" } : {}),
             ...(detail === undefined ? {} : { detail })
           })
         }
@@ -168,7 +171,6 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         blockProbeAt = now + BLOCK_PROBE_MS
         if (previous?.code !== block.code) yield* logEvent("account.blocked", { code: block.code, fix: block.fix })
       })
-    let blockProbeAt = 0
 
     const place = (row: OrderRow): Effect.Effect<Accepted, SvcError | PlacementOutcomeUnknown> => {
       const base = { symbol: row.symbol, side: row.side }
@@ -356,7 +358,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       /** Waits until every placement and cancel sent so far has its answer. */
       awaitSends: FiberSet.awaitEmpty(sends),
       /** Stops placements: used at shutdown so that nothing new reaches the service. */
-      blockPlacements: (reason: string) => Ref.set(bus.block, { code: "STOPPING", fix: reason }).pipe(Effect.tap(() => Effect.sync(() => (blockProbeAt = Number.POSITIVE_INFINITY))))
+      blockPlacements: (reason: string) =>
+        Effect.sync(() => (blockProbeAt = Number.POSITIVE_INFINITY)).pipe(Effect.zipRight(Ref.set(bus.block, { code: "STOPPING", fix: reason })))
     }
   })
 }) {}

@@ -6,7 +6,7 @@
 import { Effect, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
 import * as Json from "../domain/Json.js"
-import { type InvalidTransition, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
+import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
 
@@ -222,20 +222,18 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         sets.push(`${column} = @${column}`)
         params[column] = value
       }
-      if (state !== undefined) {
-        set("state", state)
-        if (state === "fill" || state === "rejected" || state === "cancelled" || state === "not_placed" || state === "refused") {
-          set("terminal_at", now)
-          set("next_poll_at", null)
-        }
-      }
+      const terminal = state !== undefined && isTerminal(state)
+      if (state !== undefined) set("state", state)
+      if (terminal) set("terminal_at", now)
+      // A finished order is never polled again, whatever the patch asked for.
+      if (terminal) set("next_poll_at", null)
+      else if (patch.nextPollAt !== undefined) set("next_poll_at", patch.nextPollAt)
       if (patch.clientOrderId !== undefined) set("client_order_id", patch.clientOrderId)
       if (patch.code !== undefined) set("code", patch.code)
       if (patch.filledBaseQty !== undefined) set("filled_base_qty", patch.filledBaseQty.toFixed())
       if (patch.avgPrice !== undefined) set("avg_price", text(patch.avgPrice))
       if (patch.sentAt !== undefined) set("sent_at", patch.sentAt)
       if (patch.acceptedAt !== undefined) set("accepted_at", patch.acceptedAt)
-      if (patch.nextPollAt !== undefined && !sets.includes("next_poll_at = @next_poll_at")) set("next_poll_at", patch.nextPollAt)
       if (patch.polls !== undefined) set("polls", patch.polls)
       if (patch.cancelRequested !== undefined) set("cancel_requested", patch.cancelRequested ? 1 : 0)
       if (patch.kind !== undefined) {

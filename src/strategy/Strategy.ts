@@ -261,7 +261,10 @@ const inBounds = (value: Decimal, bounds: Bounds): string | true => {
 /**
  * Field schemas for strategy params. Each takes a `description` that says what
  * the field is and what values it takes; `decodeParams` prints it as the fix
- * next to each problem.
+ * next to each problem. An optional field is
+ * `Schema.optionalWith(field, { exact: true, default? })`: params come from JSON,
+ * which has no `undefined`, and without `exact` a bad value is also reported as
+ * "Expected undefined".
  */
 export const Param = {
   /** An exact decimal (prices, quantities, amounts, weights). */
@@ -326,7 +329,7 @@ const descriptionOf = (ast: SchemaAST.AST): string | undefined => {
   const own = SchemaAST.getDescriptionAnnotation(ast)
   if (own._tag === "Some") return own.value
   if (ast._tag === "Union") {
-    // an optional field with a default shows up as `T | undefined`
+    // a field made optional without `exact: true` shows up as `T | undefined`
     for (const member of ast.types) {
       const found = descriptionOf(member)
       if (found !== undefined) return found
@@ -371,11 +374,20 @@ export const decodeParams = <P>(
   return Either.left(new InvalidStrategyParams({ instanceId, problems }))
 }
 
-/** The state as JSON text, for the host to store after a handler ran. */
-export const serializeState = <S>(definition: StrategyDefinition<any, S>, state: S): string =>
-  JSON.stringify(Schema.encodeSync(definition.state)(state))
-
 export class InvalidStoredState extends Data.TaggedError("InvalidStoredState")<{ readonly strategy: string; readonly message: string }> {}
+
+/**
+ * The state as JSON text, for the host to store after a handler ran. Throws
+ * `InvalidStoredState` when a handler returned a state its own schema cannot
+ * encode: a bug of the strategy, to be treated like a handler that threw.
+ */
+export const serializeState = <S>(definition: StrategyDefinition<any, S>, state: S): string => {
+  const encoded = Schema.encodeEither(definition.state)(state)
+  if (Either.isLeft(encoded)) {
+    throw new InvalidStoredState({ strategy: definition.name, message: `the state does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}` })
+  }
+  return JSON.stringify(encoded.right)
+}
 
 /**
  * Restores a stored state. A state written by an older version of the strategy

@@ -174,6 +174,14 @@ class WindowCount {
     return total - below
   }
 
+  /** Forgets the window's counts: after a clock correction its times are on another base. */
+  rebase(): void {
+    this.window = Number.NEGATIVE_INFINITY
+    this.reported = 0
+    this.provisional = []
+    this.totals = []
+  }
+
   /** Counts `amount` in `window` until an answer sent after `atMs` reports a total that includes it. */
   charge(window: number, amount: number, atMs: number): void {
     if (this.enter(window)) this.provisional.push({ atMs, amount })
@@ -300,6 +308,16 @@ export class Governor {
     return { _tag: "Admit", ticket }
   }
 
+  /**
+   * The server clock's offset was corrected: window numbers computed before are on
+   * another base, so the counts start over from the next answer. Limits stay.
+   */
+  clockCorrected(): void {
+    this.weight.rebase()
+    this.orders10s.rebase()
+    this.orders1d.rebase()
+  }
+
   /** A waiter on the weight budget makes lower priorities wait behind it. */
   enqueue(priority: Priority): void {
     this.waitingByRank[Priority[priority]]! += 1
@@ -397,6 +415,16 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
     Effect.gen(function* () {
       const clock = yield* ServerClock
       const governor = new Governor(resolveBudgetOptions(options))
+      let offsetMs = yield* clock.offsetMs
+      /** Server-clock now, after rebasing the books if the clock was corrected since the last look. */
+      const serverNow = Effect.gen(function* () {
+        const currentOffsetMs = yield* clock.offsetMs
+        if (currentOffsetMs !== offsetMs) {
+          offsetMs = currentOffsetMs
+          governor.clockCorrected()
+        }
+        return yield* clock.now
+      })
       // Every change of the books completes this and replaces it, waking all waiters to decide again.
       let changed = Deferred.unsafeMake<void>(FiberId.none)
       const notify = () => {
@@ -410,7 +438,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
           let waiting = false
           let wasQueued = false
           for (;;) {
-            const now = yield* clock.now
+            const now = yield* serverNow
             const signal = changed
             const decision = governor.decide(demand, now)
             if (decision._tag !== "Wait") {
@@ -450,7 +478,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
 
       const settle = (ticket: Ticket, outcome: Outcome): Effect.Effect<void> =>
         Effect.gen(function* () {
-          const now = yield* clock.now
+          const now = yield* serverNow
           governor.settle(ticket, outcome, now)
           notify()
           const error = outcome._tag === "Answered" ? outcome.error : undefined
@@ -463,7 +491,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
           }
         })
 
-      const snapshot: Effect.Effect<BudgetSnapshot> = Effect.map(clock.now, (now) => governor.snapshot(now))
+      const snapshot: Effect.Effect<BudgetSnapshot> = Effect.map(serverNow, (now) => governor.snapshot(now))
 
       const logStatus = Effect.flatMap(snapshot, (current) => logEvent("budget.status", { ...current }))
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(governor.options.statusIntervalMs), logStatus)))

@@ -85,7 +85,7 @@ describe.skipIf(!haveChromium)("the HTML report in headless Chromium", () => {
     expect(fills).toBeGreaterThan(10)
     expect(await page.locator("#price-chart polygon.marker.buy").count()).toBeGreaterThan(0)
     expect(await page.locator("#price-chart polygon.marker").count()).toBe(fills)
-    const pathLength = await page.locator("#equity-chart polyline.equity").evaluate((line) => (line as SVGPolylineElement).getTotalLength())
+    const pathLength = await page.locator("#equity-chart polyline.equity").evaluate((line) => (line as unknown as { getTotalLength(): number }).getTotalLength())
     expect(pathLength).toBeGreaterThan(500)
     await expect(page.locator("#metrics").innerText()).resolves.toMatch(/Sharpe[\s\S]*Max drawdown[\s\S]*Fees paid/)
 

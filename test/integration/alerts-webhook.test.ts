@@ -88,7 +88,11 @@ describe("alert webhook", () => {
     const receiver = await withReceiver()
     const log = capture()
     const delivered = await run(
-      Effect.flatMap(AlertWebhook, (alerts) => alerts.send("risk.kill-switch", { strategy: "grid-1", realizedPnl: "-250.5", dailyLossLimit: "250" })),
+      Effect.flatMap(AlertWebhook, (alerts) =>
+        logEvent("config.loaded", { alertsWebhookUrl: receiver.url }).pipe(
+          Effect.zipRight(alerts.send("risk.kill-switch", { strategy: "grid-1", realizedPnl: "-250.5", dailyLossLimit: "250" }))
+        )
+      ),
       { url: receiver.url, instance: "paper-eu", ...fast },
       log
     )
@@ -110,7 +114,8 @@ describe("alert webhook", () => {
     expect(Number.isNaN(Date.parse(String(payload.time)))).toBe(false)
     const sent = log.lines.find((line) => line.event === "alert.sent")
     expect(sent).toMatchObject({ alert: "risk.kill-switch", attempts: 1, status: 200 })
-    // The path of a webhook URL is its credential: only the host is logged.
+    // The path of a webhook URL is its credential: only the host is logged, and the URL is redacted anywhere else.
+    expect(log.lines.find((line) => line.event === "config.loaded")).toBeDefined()
     expect(JSON.stringify(log.lines)).not.toContain("T0KEN-IN-PATH")
   })
 

@@ -134,13 +134,13 @@ describe("SvcClient: decoding", () => {
     })
     const raw = await s.venue.signed("GET", "/api/wallets/spot")
     expect(raw.text).toContain("0.1000000000000000055511151231257827")
-    await s.run(client.pipe(Effect.flatMap((c) => c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.00001"), limitPrice: new Decimal("12345.67") }))))
+    await s.run(client.pipe(Effect.flatMap((c) => c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("12345.67") }))))
     await s.venue.admin("POST", "/_venue/settle")
     const rows = await s.run(client.pipe(Effect.flatMap((c) => c.spotWallet())))
     const row = (asset: string) => rows.find((r) => r.asset === asset)!
     expect(row("BTC").balance.toFixed()).toBe("0.1000000000000000055511151231257827")
     expect(row("ETH").balance.toFixed()).toBe("123456789012345678.123456789")
-    expect(row("USDT").locked.toFixed()).toBe("0.1234567")
+    expect(row("USDT").locked.toFixed()).toBe("12.34567")
     expect(row("USDT").balance.plus(row("USDT").locked).toFixed()).toBe("1000")
   })
 
@@ -187,9 +187,10 @@ describe("SvcClient: decoding", () => {
         for (let i = 0; i < 5; i++) yield* c.placeMarket({ symbol: "BTCUSDT", side: "buy", quoteOrderQty: new Decimal("50"), maxSlippageBps: 500 })
       })
     )
-    await s.venue.admin("POST", "/_venue/settle")
-    const all = (await s.venue.admin("GET", `/_venue/fills?uid=${s.venue.uid}`)).fills as Array<{ fillId: string }>
-    expect(all.length).toBeGreaterThanOrEqual(5)
+    const all = await eventually(async () => {
+      const fills = (await s.venue.admin("GET", `/_venue/fills?uid=${s.venue.uid}`)).fills as Array<{ fillId: string }>
+      return fills.length >= 5 ? fills : undefined
+    }, 5000, "five fills")
     const pages = await s.run(client.pipe(Effect.flatMap((c) => Stream.runCollect(c.fills({ limit: 2 })))))
     const fills = Chunk.toReadonlyArray(pages).flatMap((page) => page.fills)
     expect(fills.map((f) => f.fillId).sort()).toEqual(all.map((f) => f.fillId).sort())
@@ -305,7 +306,7 @@ describe("SvcClient: clock correction", () => {
           Effect.gen(function* () {
             const c = yield* client
             yield* c.spotWallet()
-            const accepted = yield* c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("100") })
+            const accepted = yield* c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.1"), limitPrice: new Decimal("100") })
             yield* c.cancel(accepted.clientOrderId)
             yield* c.openOrders()
             return { offset: yield* c.clockOffsetMs, accepted }
@@ -334,7 +335,7 @@ describe("SvcClient: placements", () => {
   afterAll(() => s.close())
 
   const orderCount = async () => ((await s.venue.admin("GET", `/_venue/orders?uid=${s.venue.uid}`)).orders as Array<unknown>).length
-  const place = (c: SvcClient) => c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("100.5") })
+  const place = (c: SvcClient) => c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.1"), limitPrice: new Decimal("100.5") })
 
   it("a lost answer after acceptance is PlacementOutcomeUnknown, sent once, and the venue holds exactly one order", async () => {
     const before = await orderCount()
@@ -343,7 +344,7 @@ describe("SvcClient: placements", () => {
     const error = await s.run(failureOf(client.pipe(Effect.flatMap(place))))
     expect(error).toMatchObject({ _tag: "PlacementOutcomeUnknown", reason: "connection", request: { type: "limit", symbol: "BTCUSDT", side: "buy" } })
     const unknown = error as unknown as { request: { baseQty: Decimal; limitPrice: Decimal }; sentAtMs: number }
-    expect(unknown.request.baseQty.toFixed()).toBe("0.001")
+    expect(unknown.request.baseQty.toFixed()).toBe("0.1")
     expect(unknown.request.limitPrice.toFixed()).toBe("100.5")
     expect(Math.abs(unknown.sentAtMs - Date.now())).toBeLessThan(5000)
     expect(s.proxy.seen.length - sent).toBe(1)
@@ -384,13 +385,13 @@ describe("SvcClient: placements", () => {
       Effect.gen(function* () {
         const c = yield* client
         const market = yield* c.placeMarket({ symbol: "BTCUSDT", side: "sell", baseQty: new Decimal("0.00012"), maxSlippageBps: 1000 })
-        const stop = yield* c.placeStopLimit({ symbol: "BTCUSDT", side: "sell", baseQty: new Decimal("0.001"), limitPrice: new Decimal("100.01"), stopPrice: new Decimal("100.02") })
+        const stop = yield* c.placeStopLimit({ symbol: "BTCUSDT", side: "sell", baseQty: new Decimal("0.1"), limitPrice: new Decimal("100.01"), stopPrice: new Decimal("100.02") })
         return { market, stop, stopStatus: yield* c.orderStatus(stop.clientOrderId) }
       })
     )
     expect(result.market.status).toBe("accepted")
     expect(result.stopStatus).toMatchObject({ type: "stop-limit", side: "sell" })
-    expect(result.stopStatus.baseQty?.toFixed()).toBe("0.001")
+    expect(result.stopStatus.baseQty?.toFixed()).toBe("0.1")
   })
 })
 

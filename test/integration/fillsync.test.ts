@@ -11,27 +11,11 @@ import { defaultDialect } from "../../src/svc/Dialect.js"
 import { SvcClient } from "../../src/svc/SvcClient.js"
 import { devTradeKey } from "../../src/venue/Accounts.js"
 import { serveVenue } from "../../src/venue/Server.js"
-import type { Venue } from "../../src/venue/Venue.js"
 import { fillJson } from "../../src/venue/Venue.js"
+import { fundForFills, makeFills } from "../chaos/fixtures/fills.js"
 import { tempDbPath } from "./engine-harness.js"
 
 const uid = devTradeKey.uid
-
-/** Big taker orders on the in-process matching engine: each walks the 20 book levels, 20 fills apiece. */
-const makeFills = (venue: Venue, atLeast: number) => {
-  const start = venue.engine.allFills(uid).length
-  let side: "buy" | "sell" = "buy"
-  for (let i = 0; venue.engine.allFills(uid).length - start < atLeast && i < 10_000; i++) {
-    const price = venue.engine.price("BTCUSDT")!
-    const limitPrice = side === "buy" ? price.mul("1.01").toDecimalPlaces(2) : price.mul("0.99").toDecimalPlaces(2)
-    const now = venue.now()
-    const placed = venue.engine.place(uid, { type: "limit", symbol: "BTCUSDT", side, baseQty: new Decimal(100), limitPrice }, now)
-    if (!placed.ok) throw new Error(`fixture order refused: ${JSON.stringify(placed)}`)
-    venue.engine.settleDue(now + 1)
-    venue.engine.cancel(uid, placed.clientOrderId, now + 1)
-    side = side === "buy" ? "sell" : "buy"
-  }
-}
 
 const syncLayer = (url: string, dbPath: string, maxPagesPerPass: number) =>
   FillSync.Default.pipe(
@@ -59,9 +43,8 @@ describe("FillSync", () => {
           Effect.gen(function* () {
             const running = yield* serveVenue({ settleMs: 0 })
             const venue = running.venue
-            venue.engine.setBalance(uid, "USDT", new Decimal("1e12"))
-            venue.engine.setBalance(uid, "BTC", new Decimal("1e9"))
-            makeFills(venue, 6000)
+            fundForFills(venue, uid)
+            makeFills(venue, uid, 6000)
 
             // Crash 1: a pass bounded to 4 pages stops with its cursor stored, the process "dies" (the scope closes).
             const first = yield* Effect.scoped(
@@ -73,7 +56,7 @@ describe("FillSync", () => {
             expect(first).toMatchObject({ pages: 4, interrupted: true })
 
             // Crash 2: interrupted at an arbitrary moment while more fills arrive.
-            makeFills(venue, 2000)
+            makeFills(venue, uid, 2000)
             yield* Effect.scoped(
               Effect.gen(function* () {
                 const sync = yield* FillSync
@@ -85,7 +68,7 @@ describe("FillSync", () => {
               }).pipe(Effect.provide(syncLayer(running.url, db.path, 1000)))
             )
 
-            makeFills(venue, 2000)
+            makeFills(venue, uid, 2000)
             const venueFills = venue.engine.allFills(uid)
             expect(venueFills.length).toBeGreaterThanOrEqual(10_000)
 

@@ -1,6 +1,7 @@
-import { Either, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { type BacktestResult, type BacktestSetup, runBacktest, StrategyFailed, TAG_IN_USE } from "../../src/backtest/Backtest.js"
+import { prepare, runPrepared } from "../../src/backtest/Job.js"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { decodeParams, defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
@@ -254,3 +255,32 @@ function firedOf(strategy: StrategyDefinition<unknown, Array<number>>, candles: 
   run({ ...setup(spy, candles, {}), intervalMs: 3_600_000, schedule: "30 * * * *" })
   return fired
 }
+
+describe("every shipped strategy runs through the backtester on the venue's tape", () => {
+  const cases: ReadonlyArray<readonly [string, unknown, string | undefined, Record<string, string>]> = [
+    ["sma-crossover", { fastPeriod: 5, slowPeriod: 20, entry: "limit", quoteQty: "1000", limitOffsetBps: 5 }, undefined, { USDT: "10000" }],
+    ["grid", { lowerPrice: "58000", upperPrice: "62000", levels: 9, orderQty: "0.01" }, undefined, { USDT: "10000", BTC: "0.2" }],
+    ["dca", { quoteQty: "25" }, "0 * * * *", { USDT: "10000" }],
+    ["rebalance", { quoteAsset: "USDT", targets: { BTC: "0.5", USDT: "0.5" } }, "0 */4 * * *", { USDT: "10000" }],
+    ["market-maker", { halfSpreadBps: 10, orderQty: "0.01", maxInventory: "0.1" }, undefined, { USDT: "10000", BTC: "0.2" }],
+    ["protective-stop", { stopBps: 100 }, undefined, { USDT: "1000", BTC: "0.2" }]
+  ]
+  for (const [strategy, params, schedule, balances] of cases) {
+    it(`${strategy}: fills, and final equity is exactly the wallets valued at the last close`, async () => {
+      const job = await Effect.runPromise(
+        prepare({ strategy, data: { kind: "synthetic", seed: 3, candles: 3000 }, symbol: "BTCUSDT", balances, settleDelayMs: 50, cwd: process.cwd(), ...(schedule === undefined ? {} : { schedule }) })
+      )
+      const out = Either.getOrThrow(runPrepared(job, params))
+      expect(out.fills.length).toBeGreaterThan(0)
+      const last = job.series.candles[job.series.candles.length - 1]!.close
+      const held = (asset: string) => (out.balances.get(asset)?.free ?? d(0)).plus(out.balances.get(asset)?.locked ?? d(0))
+      expect(out.metrics.finalEquity.toFixed()).toBe(held("USDT").plus(held("BTC").mul(last)).toFixed())
+    })
+  }
+
+  it("refuses a strategy that reads a second pair, naming it", async () => {
+    const job = await Effect.runPromise(prepare({ strategy: "rebalance", data: { kind: "synthetic", seed: 3, candles: 10 }, symbol: "BTCUSDT", balances: { USDT: "1" }, settleDelayMs: 50, cwd: process.cwd(), schedule: "0 * * * *" }))
+    const outcome = runPrepared(job, { quoteAsset: "USDT", targets: { BTC: "0.4", ETH: "0.2", USDT: "0.4" } })
+    expect(Either.isLeft(outcome) && outcome.left.message).toBe("a backtest runs one pair (BTCUSDT); rebalance also reads ETHUSDT with these params")
+  })
+})

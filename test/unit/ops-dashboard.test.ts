@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
+import { parse as parseYaml } from "yaml"
 import { EventCatalog, isEventName } from "../../src/log/Events.js"
 
 interface Target {
@@ -130,5 +131,40 @@ describe("Grafana dashboard", () => {
     const path = /path:\s*(\S+)/.exec(providerYaml)?.[1]
     expect(path).toBeDefined()
     expect(readFileSync("docker-compose.yml", "utf8")).toContain(`./ops/grafana/dashboards:${path}:ro`)
+  })
+})
+
+describe("observability provisioning", () => {
+  it("Grafana's datasource is the compose service loki, and Alloy pushes there", () => {
+    const datasources = parseYaml(datasourceYaml) as { apiVersion: number; datasources: ReadonlyArray<{ type: string; uid: string; url: string }> }
+    expect(datasources.apiVersion).toBe(1)
+    expect(datasources.datasources).toHaveLength(1)
+    expect(datasources.datasources[0]).toMatchObject({ type: "loki", url: "http://loki:3100" })
+    expect(alloyConfig).toContain('url = "http://loki:3100/loki/api/v1/push"')
+    const compose = parseYaml(readFileSync("docker-compose.yml", "utf8"), { merge: true }) as { services: Record<string, unknown> }
+    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(["loki", "alloy", "grafana"]))
+  })
+
+  it("Loki's config is single-process with a retention period, on the volume compose mounts at /loki", () => {
+    const loki = parseYaml(readFileSync("ops/loki/loki.yml", "utf8")) as {
+      auth_enabled: boolean
+      server: { http_listen_port: number }
+      common: { path_prefix: string }
+      schema_config: { configs: ReadonlyArray<{ store: string; schema: string }> }
+      limits_config: { retention_period: string }
+      compactor: { retention_enabled: boolean }
+    }
+    expect(loki.auth_enabled).toBe(false)
+    expect(loki.server.http_listen_port).toBe(3100)
+    expect(loki.common.path_prefix).toBe("/loki")
+    expect(loki.schema_config.configs.at(-1)).toMatchObject({ store: "tsdb", schema: "v13" })
+    expect(loki.limits_config.retention_period).toMatch(/^\d+h$/)
+    expect(loki.compactor.retention_enabled).toBe(true)
+  })
+
+  it("the dashboard provider is a file provider", () => {
+    const provider = parseYaml(providerYaml) as { apiVersion: number; providers: ReadonlyArray<{ type: string; options: { path: string } }> }
+    expect(provider.apiVersion).toBe(1)
+    expect(provider.providers[0]?.type).toBe("file")
   })
 })

@@ -14,7 +14,7 @@ const healthcheck = (args: ReadonlyArray<string>, env: Record<string, string> = 
 describe("container health check", () => {
   const server = createServer((request, response) => {
     response.statusCode = request.url === "/healthz" ? 200 : 503
-    response.end(request.url === "/healthz" ? '{"ok":true}' : '{"ok":false}')
+    response.end(request.url === "/healthz" ? '{"status":"ready","reasons":[]}' : '{"status":"degraded","reasons":["daily loss limit reached"]}')
   })
   let port = 0
   beforeAll(async () => {
@@ -27,10 +27,11 @@ describe("container health check", () => {
     expect(await healthcheck([], { SVC_HEALTH_PORT: String(port) })).toEqual({ code: 0, stderr: "" })
   })
 
-  it("is unhealthy on a non-2xx answer, and says why", async () => {
+  it("is unhealthy on a non-2xx answer, and passes on the reasons the daemon gives", async () => {
     const result = await healthcheck([`http://127.0.0.1:${port}/degraded`])
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("HTTP 503")
+    expect(result.stderr).toContain("daily loss limit reached")
   })
 
   it("is unhealthy when nothing listens", async () => {

@@ -6,6 +6,7 @@ import {
   defineStrategy,
   DecimalFromString,
   deserializeState,
+  InvalidStoredState,
   InvalidStrategyDefinition,
   isFinalUpdate,
   Param,
@@ -59,6 +60,7 @@ describe("the strategy plugin API", () => {
     expect(Either.getOrThrow(deserializeState(probe, text)).total.toFixed()).toBe("123456789.123456789123456789")
     expect(Either.isLeft(deserializeState(probe, '{"total": 5}'))).toBe(true)
     expect(Either.isLeft(deserializeState(probe, "not json"))).toBe(true)
+    expect(() => serializeState(probe, { total: "1" as never })).toThrow(InvalidStoredState)
   })
 
   it("refuses a definition without a proper name or any handler", () => {

@@ -1,0 +1,264 @@
+/**
+ * Engine figures, each a ratio against a baseline measured in the same run:
+ * - fills ingested per second from svc-venue into SQLite by FillSync, against raw
+ *   better-sqlite3 inserts of the same rows;
+ * - weight spent per order lifecycle with the tracker, against naive per-order
+ *   status polling every 250 ms;
+ * - intents per second from strategy to `accepted` on loopback, against bare
+ *   client placements.
+ */
+import BetterSqlite3 from "better-sqlite3"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Decimal } from "../src/domain/Decimal.js"
+import type { PlaceIntent } from "../src/domain/Intent.js"
+import { Engine, layer as engineLayer } from "../src/engine/Engine.js"
+import { FillSync } from "../src/engine/FillSync.js"
+import * as Logger from "../src/log/Logger.js"
+import { openDatabase } from "../src/store/Database.js"
+import { OrderJournal } from "../src/store/OrderJournal.js"
+import { defaultDialect } from "../src/svc/Dialect.js"
+import { SvcClient } from "../src/svc/SvcClient.js"
+import { defaultWeights, type Weights } from "../src/venue/Accounts.js"
+import type { VenueRequest } from "../src/venue/Venue.js"
+import { fundForFills, makeFills } from "../test/chaos/fixtures/fills.js"
+import { clientLayer, tempDbPath, type VenueKey } from "../test/integration/engine-harness.js"
+import { startVenue, type TestVenue } from "../test/support/venue.js"
+
+const FILLS = 10_000
+const ORDERS_TRACKED = 20
+const REST_MS = 3000
+const INTENTS = 300
+
+const quietLogger = Logger.layer({ destination: { write: () => undefined } })
+
+/** Weight charged per key, counted as the venue sees the requests (weights from the venue's table). */
+const meterWeights = (venue: TestVenue) => {
+  const paths = defaultDialect.paths
+  const byPath: Record<string, keyof Weights> = {
+    [paths.walletsSpot]: "walletsSpot",
+    [paths.walletsFunding]: "walletsFunding",
+    [paths.openOrders]: "openOrders",
+    [paths.fills]: "fills",
+    [paths.orderStatus]: "orderStatus",
+    [paths.limitOrder]: "limitOrder",
+    [paths.marketOrder]: "marketOrder",
+    [paths.stopLimitOrder]: "stopLimitOrder",
+    [paths.cancelOrder]: "cancelOrder"
+  }
+  const spent = new Map<string, number>()
+  const inner = venue.venue.handle.bind(venue.venue)
+  venue.venue.handle = (request: VenueRequest) => {
+    const key = request.headers["x-svc-apikey"]
+    const path = request.target.split("?")[0] ?? ""
+    const weight = byPath[path]
+    if (typeof key === "string" && weight !== undefined) spent.set(key, (spent.get(key) ?? 0) + defaultWeights[weight])
+    return inner(request)
+  }
+  return (keyId: string) => spent.get(keyId) ?? 0
+}
+
+const newKey = async (venue: TestVenue): Promise<VenueKey> => {
+  const key = await venue.admin("POST", "/_venue/keys", { uid: venue.uid, permissions: ["read", "trade"] })
+  return { url: venue.url, keyId: key.id as string, secret: key.secret as string }
+}
+
+const engineRuntime = (key: VenueKey, dbPath: string) =>
+  ManagedRuntime.make(
+    engineLayer({ dbPath, reconcile: { intervalMs: 30_000 } }).pipe(Layer.provideMerge(clientLayer(key, 5000)), Layer.provide(quietLogger))
+  )
+
+const waitFor = async (check: () => Promise<boolean>, what: string, timeoutMs = 60_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+const fillIngestion = async (venue: TestVenue) => {
+  fundForFills(venue.venue, venue.uid)
+  makeFills(venue.venue, venue.uid, FILLS)
+  const db = tempDbPath()
+  const raw = tempDbPath()
+  try {
+    const key = await newKey(venue)
+    const runtime = ManagedRuntime.make(
+      FillSync.Default.pipe(
+        Layer.provideMerge(engineLayer({ dbPath: db.path })),
+        Layer.provideMerge(clientLayer(key, 5000)),
+        Layer.provide(quietLogger)
+      )
+    )
+    await runtime.runPromise(Effect.void)
+    // The engine's startup reconcile already backfilled: measure a clean backfill into a fresh ledger instead.
+    await runtime.dispose()
+    const fresh = ManagedRuntime.make(
+      FillSync.Default.pipe(
+        Layer.provideMerge(Layer.mergeAll(OrderJournal.Default)),
+        Layer.provideMerge(engineLayer({ dbPath: `${db.path}.fresh` })),
+        Layer.provideMerge(clientLayer(key, 5000)),
+        Layer.provide(quietLogger)
+      )
+    )
+    // Building the engine layer backfills; that backfill is the measured ingestion.
+    const started = performance.now()
+    await fresh.runPromise(Effect.void)
+    const syncSeconds = (performance.now() - started) / 1000
+    const ledger = new BetterSqlite3(`${db.path}.fresh`, { readonly: true })
+    const rows = ledger.prepare("SELECT * FROM fills").all() as Array<Record<string, unknown>>
+    ledger.close()
+    await fresh.dispose()
+
+    const target = openDatabase({ path: raw.path })
+    const insert = target.prepare(`INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty, fee,
+      fee_asset, time, raw, synced_at) VALUES (@fill_id, @client_order_id, @symbol, @side, @liquidity, @price, @base_qty, @quote_qty,
+      @fee, @fee_asset, @time, @raw, @synced_at)`)
+    const page = target.transaction((batch: Array<Record<string, unknown>>) => {
+      for (const row of batch) insert.run(row)
+    })
+    const rawStarted = performance.now()
+    for (let i = 0; i < rows.length; i += 500) page(rows.slice(i, i + 500))
+    const rawSeconds = (performance.now() - rawStarted) / 1000
+    target.close()
+    return { fills: rows.length, syncPerSecond: rows.length / syncSeconds, rawPerSecond: rows.length / rawSeconds }
+  } finally {
+    db.cleanup()
+    raw.cleanup()
+  }
+}
+
+const restingBuys = (prefix: string, count: number): Array<PlaceIntent> =>
+  Array.from({ length: count }, (_, i) => ({
+    type: "limit",
+    tag: `${prefix}-${i}`,
+    symbol: "BTCUSDT",
+    side: "buy",
+    baseQty: new Decimal("0.001"),
+    limitPrice: new Decimal(59_000 + i)
+  }))
+
+/** Orders rest REST_MS, then the tape crosses them all and they fill. */
+const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) => number) => {
+  await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+  const naiveKey = await newKey(venue)
+  const client = ManagedRuntime.make(
+    SvcClient.layerWith({
+      baseUrl: venue.url,
+      apiKey: Redacted.make(naiveKey.keyId),
+      apiSecret: Redacted.make(naiveKey.secret),
+      dialect: defaultDialect,
+      requestTimeoutMs: 5000
+    }).pipe(Layer.provide(quietLogger))
+  )
+  const naive = await client.runPromise(
+    Effect.gen(function* () {
+      const svc = yield* SvcClient
+      const ids = yield* Effect.forEach(restingBuys("naive", ORDERS_TRACKED), (o) => svc.placeLimit(o as never), { concurrency: 4 })
+      const started = Date.now()
+      let crossed = false
+      const open = new Set(ids.map((a) => a.clientOrderId))
+      while (open.size > 0) {
+        if (!crossed && Date.now() - started >= REST_MS) {
+          crossed = true
+          yield* Effect.promise(() => venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "58000" }))
+        }
+        yield* Effect.forEach([...open], (id) =>
+          svc.orderStatus(id).pipe(Effect.tap((s) => Effect.sync(() => ["fill", "rejected", "cancelled"].includes(s.kind) && open.delete(id)))),
+          { concurrency: 4 }
+        )
+        yield* Effect.sleep(250)
+      }
+    })
+  )
+  await client.dispose()
+  await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+
+  const engineKey = await newKey(venue)
+  const db = tempDbPath()
+  const runtime = engineRuntime(engineKey, db.path)
+  try {
+    await runtime.runPromise(Effect.void)
+    const before = weightOf(engineKey.keyId)
+    await runtime.runPromise(Effect.flatMap(Engine, (e) => e.submit("bench", restingBuys("tracked", ORDERS_TRACKED))))
+    const started = Date.now()
+    let crossed = false
+    await waitFor(async () => {
+      if (!crossed && Date.now() - started >= REST_MS) {
+        crossed = true
+        await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "58000" })
+      }
+      const open = await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.unfinished))
+      return open.length === 0
+    }, "tracked orders to fill")
+    const tracked = weightOf(engineKey.keyId) - before
+    return { naivePerOrder: weightOf(naiveKey.keyId) / ORDERS_TRACKED, trackedPerOrder: tracked / ORDERS_TRACKED }
+  } finally {
+    await runtime.dispose()
+    db.cleanup()
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+  }
+}
+
+const intentsToAccepted = async (venue: TestVenue) => {
+  const bareKey = await newKey(venue)
+  const client = ManagedRuntime.make(
+    SvcClient.layerWith({
+      baseUrl: venue.url,
+      apiKey: Redacted.make(bareKey.keyId),
+      apiSecret: Redacted.make(bareKey.secret),
+      dialect: defaultDialect,
+      requestTimeoutMs: 5000
+    }).pipe(Layer.provide(quietLogger))
+  )
+  const orders = restingBuys("bare", INTENTS).map((o, i) => ({ ...o, limitPrice: new Decimal(50_000 + i) }))
+  const bareStarted = performance.now()
+  await client.runPromise(Effect.flatMap(SvcClient, (svc) => Effect.forEach(orders, (o) => svc.placeLimit(o as never), { concurrency: 16 })))
+  const bareSeconds = (performance.now() - bareStarted) / 1000
+  await client.dispose()
+
+  const db = tempDbPath()
+  const runtime = engineRuntime(await newKey(venue), db.path)
+  try {
+    await runtime.runPromise(Effect.void)
+    const intents = restingBuys("eng", INTENTS).map((o, i) => ({ ...o, limitPrice: new Decimal(50_000 + i) }))
+    const started = performance.now()
+    await runtime.runPromise(Effect.flatMap(Engine, (e) => e.submit("bench", intents)))
+    await waitFor(async () => {
+      const rows = await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.inStates(["intent", "submitting"])))
+      return rows.length === 0
+    }, "every intent to be accepted")
+    const seconds = (performance.now() - started) / 1000
+    const accepted = (await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.all))).filter((o) => o.clientOrderId !== null).length
+    return { accepted, enginePerSecond: accepted / seconds, barePerSecond: INTENTS / bareSeconds }
+  } finally {
+    await runtime.dispose()
+    db.cleanup()
+  }
+}
+
+const main = async () => {
+  const venue = await startVenue({ settleMs: 0, limits: { weightPerMinute: 10_000_000, ordersPer10s: 1_000_000, ordersPerDay: 10_000_000 } })
+  try {
+    const weightOf = meterWeights(venue)
+    const fills = await fillIngestion(venue)
+    const weight = await weightPerLifecycle(venue, weightOf)
+    const intents = await intentsToAccepted(venue)
+    console.log("| figure | svcbot | baseline | ratio |")
+    console.log("| --- | ---: | ---: | ---: |")
+    console.log(`| fills ingested per second (FillSync vs raw inserts) | ${fills.syncPerSecond.toFixed(0)} | ${fills.rawPerSecond.toFixed(0)} | ${(fills.syncPerSecond / fills.rawPerSecond).toFixed(3)} |`)
+    console.log(`| weight per order lifecycle (tracker vs polling every 250 ms) | ${weight.trackedPerOrder.toFixed(1)} | ${weight.naivePerOrder.toFixed(1)} | ${(weight.trackedPerOrder / weight.naivePerOrder).toFixed(3)} |`)
+    console.log(`| intents per second to accepted (engine vs bare client) | ${intents.enginePerSecond.toFixed(0)} | ${intents.barePerSecond.toFixed(0)} | ${(intents.enginePerSecond / intents.barePerSecond).toFixed(3)} |`)
+    console.log(
+      JSON.stringify({
+        bench: "engine",
+        fills: { count: fills.fills, syncPerSecond: Math.round(fills.syncPerSecond), rawPerSecond: Math.round(fills.rawPerSecond), ratio: Number((fills.syncPerSecond / fills.rawPerSecond).toFixed(4)) },
+        weightPerOrder: { orders: ORDERS_TRACKED, restMs: REST_MS, tracker: weight.trackedPerOrder, naive250ms: weight.naivePerOrder, ratio: Number((weight.trackedPerOrder / weight.naivePerOrder).toFixed(4)) },
+        intentsToAccepted: { intents: INTENTS, accepted: intents.accepted, enginePerSecond: Math.round(intents.enginePerSecond), barePerSecond: Math.round(intents.barePerSecond), ratio: Number((intents.enginePerSecond / intents.barePerSecond).toFixed(4)) }
+      })
+    )
+  } finally {
+    await venue.close()
+  }
+}
+
+await main()

@@ -1,0 +1,93 @@
+/**
+ * `svcbot run`: the daemon. Exit codes: 0 after a clean stop (signal or --for),
+ * 2 for a configuration or usage problem (nothing was written), 1 when the
+ * venue, the key or the database failed at start or the engine stopped.
+ */
+import { Command, Options } from "@effect/cli"
+import { Duration, Effect, Either, Layer, Option } from "effect"
+import { loadConfig } from "../config/Load.js"
+import { Health, healthLogHook } from "../daemon/Health.js"
+import { runDaemon, StartupError, type ResolvedInstance } from "../daemon/Daemon.js"
+import * as Log from "../log/Logger.js"
+import { liveStatus } from "../promotion/Promotion.js"
+import { openDatabase } from "../store/Database.js"
+import { CliError, usageError } from "./errors.js"
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `20s`, `5m`, `1h30m`, `500ms`. */
+export const parseDuration = (text: string): Either.Either<Duration.Duration, string> => {
+  const parts = [...text.matchAll(/(\d+)(ms|s|m|h|d)/g)]
+  if (parts.length === 0 || parts.map((p) => p[0]).join("") !== text) {
+    return Either.left(`--for ${JSON.stringify(text)} is not a duration (write e.g. 20s, 5m, 1h or 1h30m)`)
+  }
+  return Either.right(Duration.millis(parts.reduce((total, p) => total + Number(p[1]) * UNITS[p[2]!]!, 0)))
+}
+
+const options = {
+  config: Options.file("config").pipe(Options.withDefault("config/default.json"), Options.withDescription("the daemon's JSON config")),
+  mode: Options.choice("mode", ["paper", "live"]).pipe(Options.optional, Options.withDescription("overrides the config's mode")),
+  runFor: Options.text("for").pipe(Options.optional, Options.withDescription("stop by itself after this long, e.g. 20s or 2h")),
+  acceptUnpromoted: Options.boolean("i-accept-unpromoted").pipe(Options.withDescription("live mode: also start strategies without a live promotion record"))
+}
+
+/** A live promotion check over the configured database (opened read-mostly, migrated if new). */
+const liveGate = (dbPath: string) => (instance: ResolvedInstance) =>
+  Effect.sync(() => {
+    const db = openDatabase({ path: dbPath })
+    try {
+      const status = liveStatus(db, instance.definition.name, instance.sourcePath, instance.rawParams)
+      return status.live ? undefined : status.message
+    } finally {
+      db.close()
+    }
+  })
+
+/** Forces the exit when a graceful stop overruns its bound (a hung request must not keep a container alive). */
+const shutdownWatchdog = (boundMs: number) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const arm = () => {
+        setTimeout(() => {
+          process.stderr.write(`svcbot: shutdown did not finish within ${boundMs} ms; exiting\n`)
+          process.exit(1)
+        }, boundMs).unref()
+      }
+      process.once("SIGTERM", arm)
+      process.once("SIGINT", arm)
+      return arm
+    }),
+    (arm) => Effect.sync(() => {
+      process.off("SIGTERM", arm)
+      process.off("SIGINT", arm)
+    })
+  )
+
+export const runCommand = Command.make("run", options, (flags) =>
+  Effect.gen(function* () {
+    const env = { ...process.env, ...(Option.isSome(flags.mode) ? { SVC_MODE: flags.mode.value } : {}) }
+    const loaded = yield* Effect.either(loadConfig(flags.config, env))
+    if (Either.isLeft(loaded)) {
+      yield* Log.logEvent("config.invalid", { source: loaded.left.source, problems: loaded.left.problems }).pipe(Effect.provide(Log.layer({ pretty: false })))
+      return yield* Effect.fail(usageError(loaded.left.message))
+    }
+    const config = loaded.right
+    const runFor = Option.isSome(flags.runFor) ? Either.getOrUndefined(parseDuration(flags.runFor.value)) : undefined
+    if (Option.isSome(flags.runFor) && runFor === undefined) {
+      return yield* Effect.fail(usageError(Either.getLeft(parseDuration(flags.runFor.value)).pipe(Option.getOrElse(() => "bad --for"))))
+    }
+    const health = yield* Health
+    const logging = Layer.merge(
+      Log.layer({ level: config.log.level, ...(config.log.pretty === undefined ? {} : { pretty: config.log.pretty }) }),
+      healthLogHook(health)
+    )
+    yield* shutdownWatchdog(config.engine.shutdownTimeoutMs).pipe(
+      Effect.zipRight(runDaemon({ config, env, runFor, acceptUnpromoted: flags.acceptUnpromoted, liveGate: liveGate(config.database.path) })),
+      Effect.scoped,
+      Effect.tap(() => Log.logEvent("app.stopped", { exitCode: 0 })),
+      Effect.tapError((error) => Log.logEvent("app.stopped", { exitCode: error.exitCode, error: error.message })),
+      Effect.provide(logging),
+      Effect.mapError((error: StartupError) => new CliError({ message: error.message, exitCode: error.exitCode }))
+    )
+  }).pipe(Effect.provide(Health.Default))
+).pipe(Command.withDescription("Run the trading daemon (paper trading on the embedded venue by default)"))

@@ -1,0 +1,341 @@
+/**
+ * `svcbot run`: the trading daemon. Start-up order: validate the config and the
+ * strategies, check the venue and the key, open and migrate the database,
+ * reconcile, then start the strategies. Everything it starts lives in one scope,
+ * so a signal or the end of `--for` tears it down in reverse: strategies stop,
+ * open orders are cancelled (per config), fills are synced, the database closes.
+ */
+import { Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
+import { type Config } from "../config/Config.js"
+import { type Credentials, loadCredentials } from "../config/Load.js"
+import { type Decimal, ZERO } from "../domain/Decimal.js"
+import { TERMINAL_STATES } from "../domain/OrderState.js"
+import { logEvent } from "../log/Logger.js"
+import * as EngineModule from "../engine/Engine.js"
+import type { OrderUpdate, FillUpdate } from "../engine/EngineBus.js"
+import type { EngineOptions } from "../engine/Settings.js"
+import type { OrderRow } from "../store/OrderJournal.js"
+import { defaultDialect, type Dialect } from "../svc/Dialect.js"
+import type { SvcError } from "../svc/Errors.js"
+import { SvcClient } from "../svc/SvcClient.js"
+import { devTradeKey } from "../venue/Accounts.js"
+import { parseTapeFlag } from "../venue/cli.js"
+import { serveVenue } from "../venue/Server.js"
+import { runInstance, type AccountView, type RunningInstance, type TradingPort } from "../strategy/Host.js"
+import { loadStrategy } from "../strategy/Loader.js"
+import { runMarketData } from "../strategy/MarketData.js"
+import { StrategyStateStore } from "../strategy/StateStore.js"
+import { decodeParams, type OpenOrder, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
+import { Health, healthLogHook, serveHealth } from "./Health.js"
+
+/** A start-up failure: what is wrong, how to fix it, and the exit code. */
+export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string; readonly exitCode: number }> {}
+
+export interface RunOptions {
+  readonly config: Config
+  readonly env: Readonly<Record<string, string | undefined>>
+  /** Stop by itself after this long (`--for`); run until a signal otherwise. */
+  readonly runFor?: Duration.Duration | undefined
+  readonly acceptUnpromoted: boolean
+  /** Checks live promotion records; returns the reason a strategy may not run live, or undefined. */
+  readonly liveGate?: (instance: ResolvedInstance) => Effect.Effect<string | undefined>
+}
+
+export interface ResolvedInstance {
+  readonly id: string
+  readonly definition: StrategyDefinition
+  readonly sourcePath: string
+  readonly params: unknown
+  readonly rawParams: unknown
+  readonly symbol: string
+  readonly schedule: string | undefined
+  readonly candleInterval: string
+  readonly pollMs: number
+}
+
+/** Loads every enabled strategy and validates its params; all problems are reported together. */
+export const resolveStrategies = (config: Config): Effect.Effect<ReadonlyArray<ResolvedInstance>, StartupError> =>
+  Effect.gen(function* () {
+    const problems: Array<string> = []
+    const resolved: Array<ResolvedInstance> = []
+    for (const instance of config.strategies.filter((s) => s.enabled)) {
+      const loaded = yield* Effect.either(loadStrategy(instance.id, instance.strategy))
+      if (Either.isLeft(loaded)) {
+        problems.push(loaded.left.message)
+        continue
+      }
+      const params = decodeParams(loaded.right.definition, instance.id, instance.params)
+      if (Either.isLeft(params)) {
+        problems.push(...params.left.problems)
+        continue
+      }
+      if (instance.schedule !== undefined && loaded.right.definition.onTimer === undefined) {
+        problems.push(`strategies[${instance.id}].schedule: ${loaded.right.definition.name} has no timer handler (remove schedule)`)
+      }
+      resolved.push({
+        id: instance.id,
+        definition: loaded.right.definition,
+        sourcePath: loaded.right.sourcePath,
+        params: params.right,
+        rawParams: instance.params,
+        symbol: instance.symbol,
+        schedule: instance.schedule,
+        candleInterval: instance.candleInterval,
+        pollMs: instance.pollMs
+      })
+    }
+    if (problems.length > 0) {
+      return yield* new StartupError({ message: `invalid strategies:\n${problems.map((p) => `  - ${p}`).join("\n")}`, exitCode: 2 })
+    }
+    return resolved
+  })
+
+const dialectOf = (config: Config): Dialect => ({
+  paths: { ...defaultDialect.paths, ...config.dialect.paths },
+  budgetHeaders: { ...defaultDialect.budgetHeaders, ...config.dialect.budgetHeaders },
+  recvWindowMs: config.dialect.recvWindowMs ?? defaultDialect.recvWindowMs
+})
+
+export const engineOptionsOf = (config: Config): EngineOptions => ({
+  dbPath: config.database.path,
+  cancelOnStop: config.engine.cancelOnStop,
+  risk: config.engine.risk,
+  reconcile: { intervalMs: config.engine.reconcileIntervalMs },
+  fillSync: { intervalMs: config.engine.fillSyncIntervalMs }
+})
+
+/** Where the bot trades and with which key: the embedded venue and its dev key, or the configured exchange. */
+const connect = (options: RunOptions): Effect.Effect<{ readonly baseUrl: string; readonly credentials: Credentials }, StartupError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { config } = options
+    const fromEnv = loadCredentials(options.env)
+    if (Either.isLeft(fromEnv)) return yield* new StartupError({ message: fromEnv.left.message, exitCode: 2 })
+    if (config.venue.embedded) {
+      const tape = yield* parseTapeFlag(config.venue.tape).pipe(Effect.mapError((e) => new StartupError({ message: `venue.tape: ${e.message}`, exitCode: 2 })))
+      const running = yield* serveVenue({ port: 0, tape, tickMs: config.venue.tickMs, settleMs: config.venue.settleMs }).pipe(
+        Effect.mapError((e) => new StartupError({ message: `the embedded venue did not start: ${e.message}`, exitCode: 1 }))
+      )
+      yield* logEvent("venue.listening", { url: running.url, embedded: true })
+      // The embedded venue only knows its development keys.
+      return { baseUrl: running.url, credentials: { apiKey: Redacted.make(devTradeKey.keyId), apiSecret: Redacted.make(devTradeKey.secret) } }
+    }
+    if (Option.isNone(fromEnv.right)) {
+      return yield* new StartupError({
+        message: "no API key: set SVC_API_KEY and SVC_API_SECRET (or SVC_API_KEY_FILE and SVC_API_SECRET_FILE), or use venue.embedded for paper trading",
+        exitCode: 2
+      })
+    }
+    return { baseUrl: config.venue.baseUrl!, credentials: fromEnv.right.value }
+  })
+
+/** What an order-status failure at start-up means for the user. */
+const explainKeyFailure = (error: SvcError, baseUrl: string): StartupError => {
+  const fix: Partial<Record<SvcError["_tag"], string>> = {
+    ApiKeyInvalid: "the exchange refused the key (API_KEY_INVALID): it is wrong, revoked, or expired (Trade keys without an IP whitelist expire after 90 days). Check it with `svcbot sign`, or create a new key on the website",
+    ApiKeyNotPermitted: "the key lacks Read permission: create a key with Read and Trade on the website",
+    AuthBlocked: "key requests are blocked after repeated failed authentication: wait for the block to pass and check the key and secret",
+    NetworkError: `cannot reach ${baseUrl}: check venue.baseUrl and the network`,
+    ServerUnavailable: `${baseUrl} answers with server errors: try again later`,
+    CircuitOpen: "the exchange refused the key (API_KEY_INVALID): create a new key on the website"
+  }
+  return new StartupError({ message: fix[error._tag] ?? `the key check failed: ${error.message}`, exitCode: 1 })
+}
+
+const ACTIVE_KINDS: Readonly<Record<string, OpenOrder["kind"]>> = { resting: "resting", pending: "pending" }
+
+const openOrderOf = (row: OrderRow): OpenOrder => ({
+  tag: row.tag ?? "",
+  ...(row.clientOrderId === null ? {} : { clientOrderId: row.clientOrderId }),
+  symbol: row.symbol,
+  side: row.side,
+  type: row.type,
+  baseQty: row.baseQty ?? ZERO,
+  filledBaseQty: row.filledBaseQty,
+  ...(row.limitPrice === null ? {} : { limitPrice: row.limitPrice }),
+  ...(row.stopPrice === null ? {} : { stopPrice: row.stopPrice }),
+  kind: ACTIVE_KINDS[row.state] ?? "pending"
+})
+
+const UPDATE_KINDS: Partial<Record<OrderUpdate["state"], OrderUpdateKind>> = {
+  accepted: "pending",
+  pending: "pending",
+  resting: "resting",
+  fill: "fill",
+  rejected: "rejected",
+  cancelled: "cancelled",
+  refused: "refused",
+  not_placed: "not_placed"
+}
+
+/** Routes engine updates to the instance that owns them. */
+const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<string, RunningInstance>) =>
+  Effect.gen(function* () {
+    const orders = yield* engine.orderUpdates()
+    yield* Effect.forkScoped(
+      Stream.runForEach(orders, (update: OrderUpdate) => {
+        const instance = update.strategyId === null ? undefined : byId.get(update.strategyId)
+        const kind = UPDATE_KINDS[update.state]
+        if (instance === undefined || kind === undefined || update.tag === null) return Effect.void
+        return instance.deliver({
+          _tag: "OrderUpdate",
+          event: {
+            tag: update.tag,
+            ...(update.clientOrderId === null ? {} : { clientOrderId: update.clientOrderId }),
+            kind,
+            ...(update.code === null ? {} : { code: update.code }),
+            filledBaseQty: update.filledBaseQty
+          }
+        })
+      })
+    )
+    const fills = yield* engine.fillUpdates()
+    yield* Effect.forkScoped(
+      Stream.runForEach(fills, ({ strategyId, tag, fill }: FillUpdate) => {
+        const instance = strategyId === null ? undefined : byId.get(strategyId)
+        if (instance === undefined || tag === null) return Effect.void
+        return instance.deliver({
+          _tag: "Fill",
+          event: {
+            tag,
+            fillId: fill.fillId,
+            side: fill.side === "sell" ? "sell" : "buy",
+            price: fill.price,
+            baseQty: fill.baseQty,
+            quoteQty: fill.quoteQty,
+            fee: fill.fee,
+            feeAsset: fill.feeAsset,
+            liquidity: fill.liquidity === "maker" ? "maker" : "taker",
+            time: fill.time
+          }
+        })
+      })
+    )
+  })
+
+/** The engine as the strategy host sees it; risk refusals go back to the strategy as order updates. */
+const tradingPort = (engine: EngineModule.Engine, byId: ReadonlyMap<string, RunningInstance>): TradingPort => ({
+  submit: (strategyId, intents) =>
+    Effect.gen(function* () {
+      const results = yield* engine.submit(strategyId, intents)
+      const instance = byId.get(strategyId)
+      if (instance === undefined) return
+      for (const outcome of results) {
+        if (outcome._tag !== "Refused") continue
+        yield* instance.deliver({ _tag: "OrderUpdate", event: { tag: outcome.tag, kind: "refused", code: outcome.reason, filledBaseQty: ZERO } })
+      }
+    }),
+  accountView: (strategyId): Effect.Effect<AccountView> =>
+    Effect.map(engine.view(strategyId), (view) => ({
+      balances: view.balances,
+      openOrders: new Map([...view.openOrders].filter(([, row]) => !TERMINAL_STATES.has(row.state)).map(([tag, row]) => [tag, openOrderOf(row)])),
+      pairs: new Map([...view.pairs].map(([symbol, rules]) => [symbol, { ...rules, status: rules.status === "halted" ? "halted" : "trading" }]))
+    }))
+})
+
+/** One heartbeat line per strategy: position, open orders, PnL and budget use. */
+const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: ReadonlyArray<RunningInstance>) =>
+  Effect.gen(function* () {
+    const budget = yield* svc.budgetSnapshot
+    for (const instance of instances) {
+      const book = yield* engine.portfolio(instance.id)
+      const view = yield* engine.view(instance.id)
+      const position = book.positions.find((p) => p.symbol === instance.symbol)
+      yield* logEvent("heartbeat", {
+        strategy: instance.id,
+        symbol: instance.symbol,
+        position: (position?.baseQty ?? ZERO).toFixed(),
+        openOrders: [...view.openOrders.values()].filter((row) => !TERMINAL_STATES.has(row.state)).length,
+        realizedPnl: book.realizedPnl.toFixed(),
+        unrealizedPnl: book.unrealizedPnl.toFixed(),
+        fees: book.feesQuote.toFixed(),
+        netPnl: book.netPnl.toFixed(),
+        paused: (yield* instance.pausedReason) ?? null,
+        usedWeight1m: budget.usedWeight1m,
+        weightLimit1m: budget.weightLimit1m,
+        ordersUsed10s: budget.ordersUsed10s,
+        budgetWaits: budget.waits,
+        rateLimited: budget.rateLimited
+      })
+    }
+  })
+
+/** Runs the daemon until interrupted or until `runFor` has passed. */
+export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError, Scope.Scope | Health> =>
+  Effect.gen(function* () {
+    const { config } = options
+    yield* logEvent("app.started", { command: "run", mode: config.mode, embeddedVenue: config.venue.embedded, strategies: config.strategies.length })
+    const instances = yield* resolveStrategies(config)
+    if (config.mode === "live") {
+      for (const instance of instances) {
+        const refusal = options.liveGate === undefined ? "no live promotion record" : yield* options.liveGate(instance)
+        if (refusal === undefined) continue
+        yield* logEvent("strategy.demoted", { strategy: instance.id, reason: refusal, accepted: options.acceptUnpromoted })
+        if (!options.acceptUnpromoted) {
+          return yield* new StartupError({ message: `strategy ${instance.id} may not trade live: ${refusal} (promote it with \`svcbot promote ${instance.id} --to live\`)`, exitCode: 2 })
+        }
+      }
+    }
+
+    const health = yield* Health
+    if (config.health.port !== undefined) yield* serveHealth(health, config.health.host, config.health.port).pipe(Effect.orDie)
+
+    const { baseUrl, credentials } = yield* connect(options)
+    const clientLayer = SvcClient.layerWith({
+      baseUrl,
+      apiKey: credentials.apiKey,
+      apiSecret: credentials.apiSecret,
+      dialect: dialectOf(config),
+      requestTimeoutMs: config.client.requestTimeoutMs
+    })
+
+    const trade = Effect.gen(function* () {
+      const engine = yield* EngineModule.Engine
+      const svc = yield* SvcClient
+      const byId = new Map<string, RunningInstance>()
+      yield* routeUpdates(engine, byId)
+      const port = tradingPort(engine, byId)
+      const prices = new Map<string, Decimal>()
+      for (const instance of instances) {
+        const running = yield* runInstance(instance, port, () => prices, Date.now)
+        byId.set(instance.id, running)
+      }
+      const market = yield* runMarketData(
+        instances.map((instance) => ({ instance: byId.get(instance.id)!, interval: instance.candleInterval, pollMs: instance.pollMs })),
+        Date.now
+      )
+      // The host's price map follows the pollers' one.
+      yield* Effect.forkScoped(
+        Effect.sync(() => { for (const [symbol, price] of market.get()) prices.set(symbol, price) }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(250))))
+      )
+      yield* Effect.forkScoped(
+        heartbeat(engine, svc, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
+      )
+      yield* health.markReady
+      yield* logEvent("config.loaded", { ready: true, baseUrl, strategies: instances.map((i) => i.id) })
+      yield* options.runFor === undefined ? Effect.never : Effect.sleep(options.runFor)
+      yield* logEvent("app.stopping", { reason: "run duration elapsed" })
+    })
+
+    const engineLayer = StrategyStateStore.Default.pipe(Layer.provideMerge(EngineModule.layer(engineOptionsOf(config))))
+    const checkKey = Effect.gen(function* () {
+      const svc = yield* SvcClient
+      // Reachability, clock and Read permission, before anything is written.
+      yield* svc.exchangeInfo().pipe(Effect.mapError((e) => explainKeyFailure(e, baseUrl)))
+      yield* svc.spotWallet().pipe(Effect.mapError((e) => explainKeyFailure(e, baseUrl)))
+    })
+    yield* checkKey.pipe(
+      Effect.zipRight(
+        Effect.scoped(trade).pipe(
+          Effect.provide(engineLayer),
+          Effect.mapError((error) =>
+            error instanceof StartupError
+              ? error
+              : error._tag === "DatabaseFromNewerVersion" || error._tag === "MigrationFailed"
+                ? new StartupError({ message: error.message, exitCode: 1 })
+                : explainKeyFailure(error, baseUrl)
+          )
+        )
+      ),
+      Effect.provide(clientLayer)
+    )
+  })

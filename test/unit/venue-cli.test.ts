@@ -1,0 +1,62 @@
+/**
+ * The svc-venue program: prints the dev keys when no accounts file is given, logs one
+ * JSON `venue.listening` line with its url, serves, and stops cleanly on SIGTERM.
+ */
+import { spawn } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { devAccounts } from "../../src/venue/Accounts.js"
+
+const BIN = join(import.meta.dirname, "..", "..", "bin", "svc-venue.js")
+
+const run = (args: ReadonlyArray<string>) => {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")))
+  child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")))
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  const line = async (event: string, timeoutMs = 45_000): Promise<Record<string, unknown>> => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const found = stdout
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.event === event)
+      if (found !== undefined) return found
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${event} line; stdout: ${stdout} stderr: ${stderr}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  return { child, exited, line, output: () => ({ stdout, stderr }) }
+}
+
+describe("svc-venue program", () => {
+  it("logs venue.listening with its url, prints the dev keys, serves, and stops on SIGTERM", async () => {
+    const p = run(["--port", "0", "--tape", "manual"])
+    const listening = await p.line("venue.listening")
+    expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    expect(p.output().stderr).toContain(devAccounts.accounts[0]!.keys![0]!.secret)
+    const ticker = await fetch(`${String(listening.url)}/api/spot/ticker?symbol=BTCUSDT`)
+    expect(await ticker.json()).toMatchObject({ symbol: "BTCUSDT", price: "60000" })
+    p.child.kill("SIGTERM")
+    expect(await p.exited).toBe(0)
+    expect(p.output().stdout).toContain('"event":"venue.stopped"')
+  })
+
+  it("serves the accounts of --accounts FILE and does not print dev keys", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-venue-"))
+    const file = join(dir, "accounts.json")
+    writeFileSync(file, JSON.stringify({ ...devAccounts, pairs: [{ ...devAccounts.pairs[0]!, price: "12345" }] }))
+    const p = run(["--port", "0", "--tape", "manual", "--accounts", file])
+    const listening = await p.line("venue.listening")
+    const ticker = await fetch(`${String(listening.url)}/api/spot/ticker?symbol=BTCUSDT`)
+    expect(await ticker.json()).toMatchObject({ price: "12345" })
+    expect(p.output().stderr).not.toContain("svs_live_")
+    p.child.kill("SIGTERM")
+    expect(await p.exited).toBe(0)
+  })
+})
