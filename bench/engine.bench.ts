@@ -21,7 +21,7 @@ import { SvcClient } from "../src/svc/SvcClient.js"
 import { defaultWeights, type Weights } from "../src/venue/Accounts.js"
 import type { VenueRequest } from "../src/venue/Venue.js"
 import { fundForFills, makeFills } from "../test/chaos/fixtures/fills.js"
-import { clientLayer, tempDbPath, type VenueKey } from "../test/integration/engine-harness.js"
+import { clientLayer, fillSyncLayer, tempDbPath, type VenueKey } from "../test/integration/engine-harness.js"
 import { startVenue, type TestVenue } from "../test/support/venue.js"
 
 const FILLS = 10_000
@@ -81,33 +81,15 @@ const fillIngestion = async (venue: TestVenue) => {
   const db = tempDbPath()
   const raw = tempDbPath()
   try {
-    const key = await newKey(venue)
-    const runtime = ManagedRuntime.make(
-      FillSync.Default.pipe(
-        Layer.provideMerge(engineLayer({ dbPath: db.path })),
-        Layer.provideMerge(clientLayer(key, 5000)),
-        Layer.provide(quietLogger)
-      )
-    )
-    await runtime.runPromise(Effect.void)
-    // The engine's startup reconcile already backfilled: measure a clean backfill into a fresh ledger instead.
-    await runtime.dispose()
-    const fresh = ManagedRuntime.make(
-      FillSync.Default.pipe(
-        Layer.provideMerge(Layer.mergeAll(OrderJournal.Default)),
-        Layer.provideMerge(engineLayer({ dbPath: `${db.path}.fresh` })),
-        Layer.provideMerge(clientLayer(key, 5000)),
-        Layer.provide(quietLogger)
-      )
-    )
-    // Building the engine layer backfills; that backfill is the measured ingestion.
+    const runtime = ManagedRuntime.make(fillSyncLayer(await newKey(venue), db.path).pipe(Layer.provide(quietLogger)))
     const started = performance.now()
-    await fresh.runPromise(Effect.void)
+    const report = await runtime.runPromise(Effect.flatMap(FillSync, (sync) => sync.syncAll))
     const syncSeconds = (performance.now() - started) / 1000
-    const ledger = new BetterSqlite3(`${db.path}.fresh`, { readonly: true })
+    await runtime.dispose()
+    const ledger = new BetterSqlite3(db.path, { readonly: true })
     const rows = ledger.prepare("SELECT * FROM fills").all() as Array<Record<string, unknown>>
     ledger.close()
-    await fresh.dispose()
+    if (rows.length !== report.newFills) throw new Error(`ledger holds ${rows.length} fills, the sync reported ${report.newFills}`)
 
     const target = openDatabase({ path: raw.path })
     const insert = target.prepare(`INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty, fee,

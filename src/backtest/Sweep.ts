@@ -8,6 +8,7 @@ import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import { Data, Either } from "effect"
+import { type Decimal, fromJsNumber, fromString } from "../domain/Decimal.js"
 import { parse } from "../domain/Json.js"
 import { canonicalParams } from "../promotion/Hash.js"
 import type { JobSpec } from "./Job.js"
@@ -162,10 +163,11 @@ export const runSweep = (spec: JobSpec, grid: Grid, options: SweepOptions): Prom
   })
 }
 
-const rankValue = (result: SweepResult, rankBy: RankBy): number | undefined => {
+/** Ranked exactly: money metrics are decimal strings and are compared as decimals. */
+const rankValue = (result: SweepResult, rankBy: RankBy): Decimal | undefined => {
   const value = result.metrics?.[rankBy]
   if (value === null || value === undefined) return undefined
-  return typeof value === "number" ? value : Number(value)
+  return typeof value === "number" ? fromJsNumber(value) : fromString(value)
 }
 
 /**
@@ -174,12 +176,14 @@ const rankValue = (result: SweepResult, rankBy: RankBy): number | undefined => {
  */
 export const rank = (results: ReadonlyArray<SweepResult>, rankBy: RankBy): ReadonlyArray<SweepResult> => {
   const direction = RANKABLE[rankBy] === "desc" ? -1 : 1
-  return [...results].sort((a, b) => {
-    const x = rankValue(a, rankBy)
-    const y = rankValue(b, rankBy)
-    if (x === undefined || y === undefined) return x === y ? a.index - b.index : x === undefined ? 1 : -1
-    return x === y ? a.index - b.index : (x - y) * direction
+  const keyed = results.map((result) => ({ result, value: rankValue(result, rankBy) }))
+  keyed.sort((a, b) => {
+    if (a.value === undefined || b.value === undefined) {
+      return a.value === b.value ? a.result.index - b.result.index : a.value === undefined ? 1 : -1
+    }
+    return a.value.cmp(b.value) * direction || a.result.index - b.result.index
   })
+  return keyed.map((k) => k.result)
 }
 
 const TABLE_METRICS = ["sharpe", "sortino", "totalReturnPct", "maxDrawdownPct", "trades", "winRatePct", "profitFactor", "feesPaid", "pnl"] as const

@@ -281,8 +281,10 @@ const subjectOf = (name: string, config: Option.Option<string>, paramsFlag: Opti
         return yield* Effect.fail(usageError(`no strategy instance ${name} in ${config.value}; give its id, or --params`))
       }
     }
-    if (params === undefined) return yield* Effect.fail(usageError("--params is required without --config (inline JSON or a JSON file)"))
-    const loaded = yield* loadStrategy(name, reference, cwd).pipe(Effect.mapError((e) => usageError(e.message)))
+    if (params === undefined) return yield* Effect.fail(usageError("give --config FILE (the strategy instance, its params and gates) or --params (inline JSON or a JSON file)"))
+    const loaded = yield* loadStrategy(name, reference, cwd).pipe(
+      Effect.mapError((e) => usageError(Option.isSome(config) ? e.message : `${e.message}; to promote a strategy instance by its id, give --config FILE`))
+    )
     return { strategy: loaded.definition.name, sourcePath: loaded.sourcePath, params, gates }
   })
 

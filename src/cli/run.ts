@@ -4,11 +4,13 @@
  * venue, the key or the database failed at start or the engine stopped.
  */
 import { Command, Options } from "@effect/cli"
-import { Duration, Effect, Either, Layer, Option } from "effect"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { loadConfig } from "../config/Load.js"
 import { Health, healthLogHook } from "../daemon/Health.js"
 import { runDaemon, StartupError, type ResolvedInstance } from "../daemon/Daemon.js"
 import * as Log from "../log/Logger.js"
+import { AlertWebhook } from "../ops/AlertWebhook.js"
 import { liveStatus } from "../promotion/Promotion.js"
 import { openDatabase } from "../store/Database.js"
 import { CliError, usageError } from "./errors.js"
@@ -77,17 +79,26 @@ export const runCommand = Command.make("run", options, (flags) =>
       return yield* Effect.fail(usageError(Either.getLeft(parseDuration(flags.runFor.value)).pipe(Option.getOrElse(() => "bad --for"))))
     }
     const health = yield* Health
-    const logging = Layer.merge(
+    const webhookUrl = config.alerts?.webhookUrl
+    const alerts =
+      webhookUrl === undefined
+        ? Layer.empty
+        : AlertWebhook.layer({ url: Redacted.make(webhookUrl) }).pipe(
+            Layer.provide(NodeHttpClient.layerUndici),
+            Layer.mapError((error) => usageError(`alerts.webhookUrl: ${error.problem}`))
+          )
+    const logging = Layer.mergeAll(
       Log.layer({ level: config.log.level, ...(config.log.pretty === undefined ? {} : { pretty: config.log.pretty }) }),
-      healthLogHook(health)
+      healthLogHook(health),
+      alerts
     )
     yield* shutdownWatchdog(config.engine.shutdownTimeoutMs).pipe(
       Effect.zipRight(runDaemon({ config, env, runFor, acceptUnpromoted: flags.acceptUnpromoted, liveGate: liveGate(config.database.path) })),
       Effect.scoped,
       Effect.tap(() => Log.logEvent("app.stopped", { exitCode: 0 })),
       Effect.tapError((error) => Log.logEvent("app.stopped", { exitCode: error.exitCode, error: error.message })),
-      Effect.provide(logging),
-      Effect.mapError((error: StartupError) => new CliError({ message: error.message, exitCode: error.exitCode }))
+      Effect.mapError((error: StartupError) => new CliError({ message: error.message, exitCode: error.exitCode })),
+      Effect.provide(logging)
     )
   }).pipe(Effect.provide(Health.Default))
 ).pipe(Command.withDescription("Run the trading daemon (paper trading on the embedded venue by default)"))

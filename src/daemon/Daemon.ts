@@ -300,7 +300,12 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         byId.set(instance.id, running)
       }
       const market = yield* runMarketData(
-        instances.map((instance) => ({ instance: byId.get(instance.id)!, interval: instance.candleInterval, pollMs: instance.pollMs })),
+        instances.map((instance) => ({
+          instance: byId.get(instance.id)!,
+          interval: instance.candleInterval,
+          pollMs: instance.pollMs,
+          extraSymbols: instance.definition.symbols?.(instance.params) ?? []
+        })),
         Date.now
       )
       // The host's price map follows the pollers' one.

@@ -29,15 +29,18 @@ const DEGRADING: Partial<Record<EventName, string>> = {
 export class Health extends Effect.Service<Health>()("svcbot/Health", {
   effect: Effect.gen(function* () {
     const ready = yield* Ref.make(false)
-    const reasons = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+    const reasons = yield* Ref.make<ReadonlyMap<string, { readonly reason: string; readonly untilMs: number }>>(new Map())
     const report: Effect.Effect<HealthReport> = Effect.gen(function* () {
-      const degraded = [...(yield* Ref.get(reasons)).values()]
+      const now = Date.now()
+      const degraded = [...(yield* Ref.get(reasons)).values()].filter((entry) => entry.untilMs > now).map((entry) => entry.reason)
       if (degraded.length > 0) return { status: "degraded", reasons: degraded }
       return (yield* Ref.get(ready)) ? { status: "ready", reasons: [] } : { status: "starting", reasons: ["start-up not finished"] }
     })
     return {
       markReady: Ref.set(ready, true),
-      degrade: (event: string, reason: string) => Ref.update(reasons, (current) => new Map([...current, [event, reason]])),
+      /** Marks trading halted; a block that lifts by itself (auth.blocked) passes `untilMs`. */
+      degrade: (event: string, reason: string, untilMs = Number.POSITIVE_INFINITY) =>
+        Ref.update(reasons, (current) => new Map([...current, [event, { reason, untilMs }]])),
       report
     }
   })
@@ -51,7 +54,10 @@ export const healthLogHook = (health: Health): Layer.Layer<never> =>
       const reason = DEGRADING[name]
       if (reason === undefined) return
       const code = HashMap.get(annotations, "code")
-      Effect.runSync(health.degrade(name, code._tag === "Some" ? `${reason} (${String(code.value)})` : reason))
+      const retryAfter = HashMap.get(annotations, "retryAfter")
+      // Retry-After is in seconds; a failed-auth block lifts by itself after it.
+      const untilMs = retryAfter._tag === "Some" && typeof retryAfter.value === "number" ? Date.now() + retryAfter.value * 1000 : undefined
+      Effect.runSync(health.degrade(name, code._tag === "Some" ? `${reason} (${String(code.value)})` : reason, untilMs))
     })
   )
 

@@ -3,6 +3,7 @@
  * their state, and every order event. Each state change is checked against the
  * order state machine and written in one transaction with its event row.
  */
+import type BetterSqlite3 from "better-sqlite3"
 import { Effect, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
 import * as Json from "../domain/Json.js"
@@ -209,6 +210,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     const inStates = (states: ReadonlyArray<OrderState>) =>
       sqlite.prepare(`SELECT * FROM orders WHERE state IN (${states.map(() => "?").join(",")}) ORDER BY order_id`)
 
+    // Patches touch a handful of column sets; each distinct UPDATE is prepared once.
+    const updates = new Map<string, BetterSqlite3.Statement>()
+
     const getById = (orderId: number): OrderRow => {
       const raw = q.byId.get(orderId) as RawOrder | undefined
       if (raw === undefined) throw new Error(`order ${orderId} is not in the journal`)
@@ -240,7 +244,13 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         const current = getById(orderId).kindsSeen
         if (current[current.length - 1] !== patch.kind) set("kinds_seen", [...current, patch.kind].join(","))
       }
-      sqlite.prepare(`UPDATE orders SET ${sets.join(", ")} WHERE order_id = @orderId`).run(params)
+      const sql = `UPDATE orders SET ${sets.join(", ")} WHERE order_id = @orderId`
+      let update = updates.get(sql)
+      if (update === undefined) {
+        update = sqlite.prepare(sql)
+        updates.set(sql, update)
+      }
+      update.run(params)
     }
 
     const journalIntent = (strategyId: string, tag: string, type: string, body: string, now: number, refusal: string | null) => {

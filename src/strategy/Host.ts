@@ -140,23 +140,22 @@ export const runInstance = (
         if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) return
         const view = viewOf(yield* port.accountView(spec.id))
         let outcome: HandlerResult<unknown> | undefined
+        let encoded: string | undefined
         try {
           outcome = dispatch(definition, state, event, view)
+          // A state that no longer matches the strategy's own schema is as broken as a throw.
+          if (outcome !== undefined) encoded = serializeState(definition, outcome.state)
         } catch (error) {
-          const reason = `${event._tag} handler threw: ${error instanceof Error ? error.message : String(error)}`
+          const reason = `${event._tag} handler failed: ${error instanceof Error ? error.message : String(error)}`
           yield* Ref.set(paused, reason)
           yield* store.markPaused(spec.id, reason, now())
-          yield* logEvent("strategy.error", { strategy: spec.id, event: event._tag, error: reason, action: "instance paused; the others go on" })
+          yield* logEvent("strategy.error", { strategy: spec.id, trigger: event._tag, error: reason, action: "instance paused; the others go on" })
           return
         }
         if (event._tag === "Candle") lastCandle = event.event.openTime
-        if (outcome === undefined) return
+        if (outcome === undefined || encoded === undefined) return
         state = outcome.state
-        yield* store.save(
-          spec.id,
-          { strategy: definition.name, version: definition.version, state: serializeState(definition, state), lastCandleOpen: lastCandle ?? null },
-          now()
-        )
+        yield* store.save(spec.id, { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null }, now())
         if (outcome.intents.length > 0) yield* port.submit(spec.id, outcome.intents)
       })
 

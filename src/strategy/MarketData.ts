@@ -25,6 +25,8 @@ export interface Subscription {
   readonly instance: RunningInstance
   readonly interval: string
   readonly pollMs: number
+  /** Further symbols whose prices the strategy reads (its definition's `symbols`). */
+  readonly extraSymbols: ReadonlyArray<string>
 }
 
 export interface LastPrices {
@@ -75,6 +77,23 @@ export const runMarketData = (
       })
       yield* Effect.forkScoped(
         poll.pipe(
+          Effect.catchAll(() => Effect.void),
+          Effect.repeat(Schedule.spaced(pollMs))
+        )
+      )
+    }
+    // Prices of symbols that strategies read but trade no candles on.
+    const polled = new Set(subscriptions.map((s) => s.instance.symbol))
+    const extra = new Map<string, number>()
+    for (const subscription of subscriptions) {
+      for (const symbol of subscription.extraSymbols) {
+        if (!polled.has(symbol)) extra.set(symbol, Math.min(extra.get(symbol) ?? Infinity, subscription.pollMs))
+      }
+    }
+    for (const [symbol, pollMs] of extra) {
+      yield* Effect.forkScoped(
+        client.ticker(symbol).pipe(
+          Effect.tap((ticker) => Effect.sync(() => prices.set(symbol, ticker.price))),
           Effect.catchAll(() => Effect.void),
           Effect.repeat(Schedule.spaced(pollMs))
         )

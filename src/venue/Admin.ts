@@ -9,7 +9,8 @@ import { fromString, type Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber, parse as parseJson } from "../domain/Json.js"
 import { AccountStatus, generateKeyPair, MAX_WHITELIST, Permission } from "./Accounts.js"
 import { FaultProfile } from "./Faults.js"
-import { answer, failure, fillJson, orderJson, VenueCode, type Venue, type VenueAnswer } from "./Venue.js"
+import { answer, failure, fillJson, isAnswer, orderJson, VenueCode, type VenueAnswer } from "./Answers.js"
+import type { Venue } from "./Venue.js"
 
 /** Amounts in admin bodies may be decimal strings or JSON numbers. */
 const Amount = Schema.Union(Schema.String, Schema.Unknown.pipe(Schema.filter((u) => isLosslessNumber(u) || "expected an amount"))).pipe(
@@ -71,8 +72,6 @@ const plainNumbers = (value: unknown): unknown => {
   if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plainNumbers(v)]))
   return value
 }
-
-const isAnswer = (value: unknown): value is VenueAnswer => value !== null && typeof value === "object" && "status" in value && "body" in value && "headers" in value
 
 const noAccount = (uid: number): VenueAnswer => failure(404, VenueCode.notFound, `no account ${uid}`)
 

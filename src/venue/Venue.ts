@@ -6,7 +6,7 @@
  * account status, budgets, the endpoint itself.
  */
 import { type Decimal, fromString, toJsonNumber } from "../domain/Decimal.js"
-import { isLosslessNumber, parse as parseJson, stringify, InvalidJson } from "../domain/Json.js"
+import { isLosslessNumber, parse as parseJson, InvalidJson } from "../domain/Json.js"
 import { defaultDialect, type Dialect, RECV_WINDOW_MAX_MS, type Side } from "../svc/Dialect.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
 import { Header, verifySignature } from "../svc/Signer.js"
@@ -22,6 +22,17 @@ import {
   type Weights
 } from "./Accounts.js"
 import { handleAdmin } from "./Admin.js"
+import {
+  amountText,
+  answer,
+  failure,
+  fillJson,
+  isAnswer,
+  JSON_HEADERS,
+  orderJson,
+  VenueCode,
+  type VenueAnswer
+} from "./Answers.js"
 import { Faults } from "./Faults.js"
 import { AuthGuard, RateLimits, ReplayCache, type BudgetReport } from "./Limits.js"
 import { MatchingEngine, type BalanceRow, type Fill, type OrderView, type PlaceRequest, type Refusal } from "./Matching.js"
@@ -29,16 +40,6 @@ import { MINUTE_MS, Tape, type TapeSource } from "./Tape.js"
 
 /** Largest request body accepted; a larger one is answered 413 without being parsed. */
 export const MAX_BODY_BYTES = 64 * 1024
-
-/** Error codes of svc-venue that the spec does not name (docs/venue.md lists them). */
-export const VenueCode = {
-  invalidJson: "INVALID_JSON",
-  invalidParameter: "INVALID_PARAMETER",
-  payloadTooLarge: "PAYLOAD_TOO_LARGE",
-  notFound: "NOT_FOUND",
-  serviceUnavailable: "SERVICE_UNAVAILABLE",
-  adminLoopbackOnly: "ADMIN_LOOPBACK_ONLY"
-} as const
 
 export interface VenueRequest {
   readonly method: string
@@ -49,16 +50,6 @@ export interface VenueRequest {
   /** The raw body; undefined when it was larger than MAX_BODY_BYTES and not kept. */
   readonly body: Uint8Array | undefined
   readonly remoteAddress: string
-}
-
-export interface VenueAnswer {
-  readonly status: number
-  readonly headers: Record<string, string>
-  readonly body: string
-  /** Close the connection instead of answering (the drop-response fault). */
-  readonly dropResponse?: boolean
-  /** A catalog event for the server to log. */
-  readonly event?: { readonly name: "venue.fault"; readonly fields: Record<string, unknown> }
 }
 
 export interface VenueOptions {
@@ -82,24 +73,10 @@ interface KeyRoute {
   readonly run: (venue: Venue, key: ApiKey, query: URLSearchParams, body: unknown, nowMs: number) => VenueAnswer
 }
 
-const JSON_HEADERS = (): Record<string, string> => ({ "content-type": "application/json" })
-
-export const answer = (status: number, value: unknown, headers: Record<string, string> = JSON_HEADERS()): VenueAnswer => ({
-  status,
-  headers,
-  body: stringify(value)
-})
-
-export const failure = (status: number, code: string, msg: string, extra: Record<string, unknown> = {}): VenueAnswer =>
-  answer(status, { ok: false, code, msg, ...extra })
-
 const refusalAnswer = (r: Refusal): VenueAnswer =>
   failure(r.status, r.code, r.msg, { ...(r.field === undefined ? {} : { field: r.field }), ...(r.reason === undefined ? {} : { reason: r.reason }) })
 
 const invalid = (field: string, reason: string, msg: string): VenueAnswer => failure(400, VenueCode.invalidParameter, msg, { field, reason })
-
-const amountText = (value: Decimal): string => toJsonNumber(value)
-const nullableAmount = (value: Decimal | null): string | null => (value === null ? null : toJsonNumber(value))
 
 const isLoopback = (address: string): boolean => address === "::1" || address.startsWith("127.")
 
@@ -167,8 +144,6 @@ const asObject = (body: unknown): Record<string, unknown> | VenueAnswer =>
     ? (body as Record<string, unknown>)
     : failure(400, VenueCode.invalidJson, "the body must be a JSON object", { reason: "not-an-object" })
 
-const isAnswer = (value: unknown): value is VenueAnswer => value !== null && typeof value === "object" && "status" in value && "body" in value
-
 /** Reads a placement body into a request for the engine, or the 400 answer naming the bad field. */
 const placeRequest = (type: PlaceRequest["type"], raw: unknown): PlaceRequest | VenueAnswer => {
   const body = asObject(raw)
@@ -213,39 +188,6 @@ const walletsJson = (rows: ReadonlyArray<BalanceRow>): string => {
   }
   return `${out}]`
 }
-
-export const orderJson = (o: OrderView) => ({
-  clientOrderId: o.clientOrderId,
-  kind: o.kind,
-  ...(o.code === null ? {} : { code: o.code }),
-  symbol: o.symbol,
-  side: o.side,
-  type: o.type,
-  baseQty: nullableAmount(o.baseQty),
-  quoteOrderQty: nullableAmount(o.quoteOrderQty),
-  limitPrice: nullableAmount(o.limitPrice),
-  stopPrice: nullableAmount(o.stopPrice),
-  maxSlippageBps: o.maxSlippageBps,
-  filledBaseQty: amountText(o.filledBaseQty),
-  filledQuoteQty: amountText(o.filledQuoteQty),
-  avgPrice: nullableAmount(o.avgPrice),
-  createdAt: o.createdAt,
-  updatedAt: o.updatedAt
-})
-
-export const fillJson = (f: Fill) => ({
-  fillId: f.fillId,
-  clientOrderId: f.clientOrderId,
-  symbol: f.symbol,
-  side: f.side,
-  liquidity: f.liquidity,
-  price: amountText(f.price),
-  baseQty: amountText(f.baseQty),
-  quoteQty: amountText(f.quoteQty),
-  fee: amountText(f.fee),
-  feeAsset: f.feeAsset,
-  time: f.time
-})
 
 const encodeCursor = (seq: number): string => Buffer.from(`fills:${seq}`, "utf8").toString("base64url")
 const decodeCursor = (cursor: string): number | undefined => {
@@ -374,7 +316,9 @@ const keyRoutes = (dialect: Dialect): ReadonlyMap<string, KeyRoute> => {
 
 // ---- the venue -------------------------------------------------------------------
 
-type AuthResult = { readonly ok: true; readonly key: ApiKey } | { readonly ok: false; readonly answer: VenueAnswer; readonly failed: boolean }
+type AuthResult =
+  | { readonly ok: true; readonly key: ApiKey; readonly signature: string; readonly timestampMs: number }
+  | { readonly ok: false; readonly answer: VenueAnswer; readonly failed: boolean }
 
 const INTEGER = /^\d{1,16}$/
 
@@ -517,20 +461,22 @@ export class Venue {
     const address = normalizeAddress(request.remoteAddress)
     const subjects = keyId === undefined ? [`ip:${address}`] : [`ip:${address}`, `key:${keyId}`]
     const auth = this.authenticate(request, keyId, address, nowMs)
-    const blocked = this.guard.blockedFor(subjects, nowMs)
-    if (blocked !== undefined || (!auth.ok && auth.failed)) {
-      if (!auth.ok && auth.failed) this.guard.fail(subjects, nowMs)
-      const retry = this.guard.blockedFor(subjects, nowMs)
-      if (retry !== undefined) {
-        return this.withBudget(
-          answer(429, { code: ErrorCode.authBlocked, msg: "too many failed authentication attempts; key requests are blocked" }, { ...JSON_HEADERS(), "retry-after": String(retry) }),
-          keyId,
-          nowMs
-        )
-      }
+    // A failed try counts (and extends a running block); a blocked address or key gets 429 even when this try was valid.
+    if (!auth.ok && auth.failed) this.guard.fail(subjects, nowMs)
+    const retryAfter = this.guard.blockedFor(subjects, nowMs)
+    if (retryAfter !== undefined) {
+      return this.withBudget(
+        answer(429, { code: ErrorCode.authBlocked, msg: "too many failed authentication attempts; key requests are blocked" }, { ...JSON_HEADERS(), "retry-after": String(retryAfter) }),
+        keyId,
+        nowMs
+      )
     }
     if (!auth.ok) return this.withBudget(auth.answer, keyId, nowMs)
     const key = auth.key
+    // Remembered only once the request is let through, so a blocked request does not use up its signature.
+    if (request.method !== "GET" && !this.replay.remember(auth.signature, auth.timestampMs, nowMs)) {
+      return this.withBudget(failure(401, ErrorCode.apiKeyReplayed, "this signature was used before; sign the retry with a new timestamp"), key.id, nowMs)
+    }
     if (!key.scopes.has(route.scope)) return this.withBudget(this.notPermitted(route.scope), key.id, nowMs)
     if (route.kind === "placement") {
       const status = this.accounts.account(key.uid)?.status ?? "active"
@@ -586,10 +532,7 @@ export class Venue {
     const window = Number(recvWindow)
     if (nowMs - ts > window) return stale("timestamp-too-old", "the request timestamp is older than the receive window allows")
     if (ts - nowMs > window) return stale("timestamp-in-future", "the request timestamp is ahead of the server clock by more than the receive window")
-    if (request.method !== "GET" && !this.replay.remember(presented, ts, nowMs)) {
-      return { ok: false, failed: false, answer: failure(401, ErrorCode.apiKeyReplayed, "this signature was used before; sign the retry with a new timestamp") }
-    }
-    return { ok: true, key }
+    return { ok: true, key, signature: presented, timestampMs: ts }
   }
 
   /** Every answer to a key-signed request reports the key's budgets. */

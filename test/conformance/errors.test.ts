@@ -7,7 +7,8 @@ import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { devAccounts, devTradeKey } from "../../src/venue/Accounts.js"
 import { signRequest } from "../../src/svc/Signer.js"
-import { Venue, VenueCode } from "../../src/venue/Venue.js"
+import { VenueCode } from "../../src/venue/Answers.js"
+import { Venue } from "../../src/venue/Venue.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 
 let v: TestVenue

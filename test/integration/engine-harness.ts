@@ -8,10 +8,13 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { layer as engineLayer, type Engine } from "../../src/engine/Engine.js"
-import type { EngineOptions } from "../../src/engine/Settings.js"
+import { EngineBus } from "../../src/engine/EngineBus.js"
+import { FillSync } from "../../src/engine/FillSync.js"
+import { EngineSettings, type EngineOptions, resolveSettings } from "../../src/engine/Settings.js"
 import * as Logger from "../../src/log/Logger.js"
-import type { FillLedger } from "../../src/store/FillLedger.js"
-import type { OrderJournal, OrderRow } from "../../src/store/OrderJournal.js"
+import { Database } from "../../src/store/Database.js"
+import { FillLedger } from "../../src/store/FillLedger.js"
+import { OrderJournal, type OrderRow } from "../../src/store/OrderJournal.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { SvcClient } from "../../src/svc/SvcClient.js"
 
@@ -57,6 +60,15 @@ export const testOptions = (dbPath: string, overrides: Partial<EngineOptions> = 
   fillSync: { intervalMs: 300, ...overrides.fillSync },
   market: { priceMaxAgeMs: 200, balancesRefreshMs: 200, ...overrides.market }
 })
+
+/** FillSync alone over its store, for ledger tests and the ingestion benchmark. */
+export const fillSyncLayer = (venue: VenueKey, dbPath: string, maxPagesPerPass = 1000) =>
+  FillSync.Default.pipe(
+    Layer.provideMerge(Layer.mergeAll(OrderJournal.Default, FillLedger.Default, EngineBus.Default)),
+    Layer.provideMerge(Database.Default({ path: dbPath })),
+    Layer.provide(Layer.succeed(EngineSettings, resolveSettings({ dbPath, fillSync: { pageLimit: 500, maxPagesPerPass } }))),
+    Layer.provide(clientLayer(venue, 5000))
+  )
 
 export type EngineServices = Engine | OrderJournal | FillLedger | SvcClient
 

@@ -1,38 +1,16 @@
-import { Effect, Fiber, Layer, Logger as EffectLogger, Redacted } from "effect"
+import { Effect, Fiber, Logger as EffectLogger } from "effect"
 import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
-import { EngineBus } from "../../src/engine/EngineBus.js"
 import { FillSync } from "../../src/engine/FillSync.js"
-import { EngineSettings, resolveSettings } from "../../src/engine/Settings.js"
-import { Database } from "../../src/store/Database.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
-import { OrderJournal } from "../../src/store/OrderJournal.js"
-import { defaultDialect } from "../../src/svc/Dialect.js"
-import { SvcClient } from "../../src/svc/SvcClient.js"
 import { devTradeKey } from "../../src/venue/Accounts.js"
 import { serveVenue } from "../../src/venue/Server.js"
 import { fillJson } from "../../src/venue/Venue.js"
 import { fundForFills, makeFills } from "../chaos/fixtures/fills.js"
-import { tempDbPath } from "./engine-harness.js"
+import { fillSyncLayer, tempDbPath } from "./engine-harness.js"
 
 const uid = devTradeKey.uid
-
-const syncLayer = (url: string, dbPath: string, maxPagesPerPass: number) =>
-  FillSync.Default.pipe(
-    Layer.provideMerge(Layer.mergeAll(OrderJournal.Default, FillLedger.Default, EngineBus.Default)),
-    Layer.provideMerge(Database.Default({ path: dbPath })),
-    Layer.provide(Layer.succeed(EngineSettings, resolveSettings({ dbPath, fillSync: { pageLimit: 500, maxPagesPerPass } }))),
-    Layer.provide(
-      SvcClient.layerWith({
-        baseUrl: url,
-        apiKey: Redacted.make(devTradeKey.keyId),
-        apiSecret: Redacted.make(devTradeKey.secret),
-        dialect: defaultDialect,
-        requestTimeoutMs: 5000,
-        budget: {}
-      })
-    )
-  )
+const key = (url: string) => ({ url, keyId: devTradeKey.keyId, secret: devTradeKey.secret })
 
 describe("FillSync", () => {
   it("backfills 10,000 fills across pages through crashes, resumes, and equals the venue row for row", async () => {
@@ -51,7 +29,7 @@ describe("FillSync", () => {
               Effect.gen(function* () {
                 const sync = yield* FillSync
                 return yield* sync.syncOnce
-              }).pipe(Effect.provide(syncLayer(running.url, db.path, 4)))
+              }).pipe(Effect.provide(fillSyncLayer(key(running.url), db.path, 4)))
             )
             expect(first).toMatchObject({ pages: 4, interrupted: true })
 
@@ -65,7 +43,7 @@ describe("FillSync", () => {
                 const before = yield* ledger.count
                 for (let i = 0; i < 2000 && (yield* ledger.count) <= before; i++) yield* Effect.sleep(5)
                 yield* Fiber.interrupt(fiber)
-              }).pipe(Effect.provide(syncLayer(running.url, db.path, 1000)))
+              }).pipe(Effect.provide(fillSyncLayer(key(running.url), db.path, 1000)))
             )
 
             makeFills(venue, uid, 2000)
@@ -79,7 +57,7 @@ describe("FillSync", () => {
                 const report = yield* sync.syncAll
                 const again = yield* sync.syncOnce
                 return { report, again, stored: yield* ledger.all, state: yield* ledger.syncState }
-              }).pipe(Effect.provide(syncLayer(running.url, db.path, 1000)))
+              }).pipe(Effect.provide(fillSyncLayer(key(running.url), db.path, 1000)))
             )
             expect(result.again.newFills).toBe(0)
             expect(result.state).toMatchObject({ backfillCursor: null, backfillDone: true })
