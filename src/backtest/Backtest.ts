@@ -109,7 +109,7 @@ const INTERVAL_NAMES: ReadonlyMap<number, string> = new Map([
   [86_400_000, "1d"]
 ])
 
-export const intervalName = (intervalMs: number): string => INTERVAL_NAMES.get(intervalMs) ?? `${intervalMs}ms`
+const intervalName = (intervalMs: number): string => INTERVAL_NAMES.get(intervalMs) ?? `${intervalMs}ms`
 
 interface Tracked {
   readonly clientOrderId: string

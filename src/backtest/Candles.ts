@@ -36,13 +36,12 @@ export class CandleDataInvalid extends Data.TaggedError("CandleDataInvalid")<{
   }
 }
 
-export const ONE_MINUTE_MS = 60_000
+/** The interval of a file with a single candle. */
+const ONE_MINUTE_MS = 60_000
 
 export interface CsvOptions {
   /** Names the data in error messages (usually the file path). */
   readonly source: string
-  /** Candle interval; inferred from the first two rows when absent. */
-  readonly intervalMs?: number
 }
 
 export interface CandleSeries {
@@ -129,7 +128,7 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
     candles.push({ openTimeMs: time, open, high, low, close, volume })
   }
   if (candles.length === 0 && problems.length === 0) problem(1, "no candles")
-  const intervalMs = options.intervalMs ?? inferInterval(times)
+  const intervalMs = inferInterval(times)
   for (let i = 1; i < times.length; i++) {
     const previous = times[i - 1]!.time
     const { row, time: current } = times[i]!
@@ -150,6 +149,7 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
     : Either.right({ candles, intervalMs })
 }
 
+/** The interval is the step between the first two rows; every later step must be that step. */
 const inferInterval = (times: ReadonlyArray<{ readonly time: number }>): number => {
   const first = times[0]
   const second = times[1]

@@ -70,7 +70,7 @@ export const parseGrid = (text: string): Either.Either<Grid, SweepInvalid> => {
 
 const alternativesOf = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [value])
 
-export const combinationCount = (grid: Grid): number =>
+const combinationCount = (grid: Grid): number =>
   Object.values(grid.params).reduce<number>((n, value) => n * alternativesOf(value).length, 1)
 
 /** The combinations in a fixed order: names sorted, the last name varying fastest. */

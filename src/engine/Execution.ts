@@ -194,12 +194,13 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const outcome = yield* Effect.either(place(sending))
         if (outcome._tag === "Right") {
           if ((yield* bus.blocked) !== undefined) yield* Ref.set(bus.block, undefined)
+          const now = yield* Clock.currentTimeMillis
+          // Settlement takes a moment; the first poll waits one fast interval so that new orders are polled together.
           const accepted = yield* move(order.orderId, "accept", {
             clientOrderId: outcome.right.clientOrderId,
-            acceptedAt: yield* Clock.currentTimeMillis,
-            nextPollAt: 0
+            acceptedAt: now,
+            nextPollAt: now + settings.tracker.fastPollMs
           })
-          yield* bus.wakeTracker
           if (accepted?.cancelRequested === true) yield* sendCancel(accepted)
           return
         }

@@ -91,24 +91,23 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
 
     const pollOnce: Effect.Effect<PollReport> = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      const due = (yield* journal.inStates(["accepted", "pending", "resting"])).filter(
-        (o) => o.clientOrderId !== null && (o.nextPollAt ?? 0) <= now
-      )
+      const live = (yield* journal.inStates(["accepted", "pending", "resting"])).filter((o) => o.clientOrderId !== null)
+      const due = live.filter((o) => (o.nextPollAt ?? 0) <= now)
       if (due.length === 0) return { due: 0, statusCalls: 0, openOrdersCalls: 0 }
       let inDoubt: ReadonlyArray<OrderRow> = due
       let openOrdersCalls = 0
-      if (due.length >= settings.batchThreshold) {
+      // One open-orders answer covers every live order; observing them all lines their polls up for the next batch.
+      if (due.length >= settings.batchThreshold || (live.length >= settings.batchThreshold && due.length > 1)) {
         const open = yield* Effect.either(client.openOrders())
         openOrdersCalls = 1
         if (open._tag === "Right") {
           const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
-          const missing: Array<OrderRow> = []
-          for (const row of due) {
+          for (const row of live) {
             const seen = byId.get(row.clientOrderId!)
-            if (seen === undefined) missing.push(row)
-            else yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty })
+            if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty })
           }
-          inDoubt = missing
+          // Missing from the list: finished, or not listed yet; only a status call tells which.
+          inDoubt = due.filter((row) => !byId.has(row.clientOrderId!))
         }
       }
       yield* Effect.forEach(inDoubt, pollStatus, { concurrency: settings.concurrency, discard: true })

@@ -186,6 +186,9 @@ describe("promotion to live needs a paper promotion and paper evidence", () => {
     const changedSource = liveStatus(db, "my-strategy", source, params)
     expect(changedSource).toMatchObject({ live: false, reason: "source-changed" })
     expect(!changedSource.live && changedSource.message).toMatch(/my-strategy is demoted: .*my-strategy\.ts changed since its live promotion/)
+    // The changed file has no evidence of its own: promoting it again is refused at every stage.
+    expect(failedGates("live")).toEqual(["paper.promoted", "paper.minDays", "paper.maxTrackingErrorPct"])
+    expect(failedGates("paper")).toContain("backtest.run")
 
     expect(liveStatus(db, "other-strategy", source, params)).toMatchObject({ live: false, reason: "never-promoted" })
   })

@@ -1,0 +1,181 @@
+/**
+ * The daemon as a user runs it: `svcbot run` as a child process against the
+ * embedded svc-venue (or a venue of the test's own), checked through its log
+ * lines and its SQLite database.
+ */
+import { spawn, type ChildProcess } from "node:child_process"
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import BetterSqlite3 from "better-sqlite3"
+import { afterAll, describe, expect, it } from "vitest"
+import { startVenue } from "../support/venue.js"
+
+const ROOT = resolve(import.meta.dirname, "../..")
+
+interface Run {
+  readonly child: ChildProcess
+  readonly lines: Array<string>
+  readonly stderr: Array<string>
+  readonly exit: Promise<number | null>
+}
+
+const children: Array<ChildProcess> = []
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+})
+
+const svcbot = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Run => {
+  const child = spawn(process.execPath, [join(ROOT, "bin/svcbot.js"), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  children.push(child)
+  const lines: Array<string> = []
+  const stderr: Array<string> = []
+  let pending = ""
+  child.stdout!.on("data", (chunk: Buffer) => {
+    pending += chunk.toString("utf8")
+    const parts = pending.split("\n")
+    pending = parts.pop() ?? ""
+    lines.push(...parts.filter((line) => line !== ""))
+  })
+  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")))
+  const exit = new Promise<number | null>((done) => child.on("exit", (code) => done(code)))
+  return { child, lines, stderr, exit }
+}
+
+const events = (run: Run): Array<Record<string, unknown>> => run.lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+
+const waitFor = async (what: string, condition: () => boolean, deadlineMs: number): Promise<void> => {
+  const until = Date.now() + deadlineMs
+  while (!condition()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((done) => setTimeout(done, 100))
+  }
+}
+
+const tempDir = () => mkdtempSync(join(tmpdir(), "svcbot-e2e-"))
+
+const query = <T>(dbPath: string, sql: string): Array<T> => {
+  const db = new BetterSqlite3(dbPath, { readonly: true })
+  try {
+    return db.prepare(sql).all() as Array<T>
+  } finally {
+    db.close()
+  }
+}
+
+const IN_FLIGHT = "('intent', 'submitting', 'unknown')"
+const OPEN = "('accepted', 'pending', 'resting')"
+
+describe("svcbot run (paper trading on the embedded venue)", () => {
+  it("runs the default config for 20s: JSON logs, orders reach terminal kinds, fills in the database", async () => {
+    const dir = tempDir()
+    const dbPath = join(dir, "svcbot.db")
+    const run = svcbot(["run", "--config", "config/default.json", "--for", "20s"], { SVC_DATABASE_PATH: dbPath })
+    const code = await run.exit
+    expect(run.stderr.join(""), run.stderr.join("")).toBe("")
+    expect(code).toBe(0)
+    const logged = events(run)
+    const names = logged.map((e) => e.event)
+    expect(names).toContain("venue.listening")
+    expect(names).toContain("reconcile.completed")
+    expect(names.filter((n) => n === "strategy.started")).toHaveLength(4)
+    expect(names.filter((n) => n === "order.accepted").length).toBeGreaterThan(0)
+    expect(names).toContain("app.stopped")
+    const states = query<{ state: string; n: number }>(dbPath, "SELECT state, count(*) AS n FROM orders GROUP BY state")
+    const byState = Object.fromEntries(states.map((s) => [s.state, s.n]))
+    console.log(`orders by state after 20s: ${JSON.stringify(byState)}`)
+    expect((byState.fill ?? 0) + (byState.cancelled ?? 0)).toBeGreaterThan(0)
+    expect(query(dbPath, `SELECT 1 FROM orders WHERE state IN ${IN_FLIGHT} OR state IN ${OPEN}`)).toHaveLength(0)
+    const fills = query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM fills")[0]!.n
+    console.log(`fills stored: ${fills}`)
+    expect(fills).toBeGreaterThan(0)
+  })
+
+  it("stops on SIGTERM within its bound, cancelling open orders and leaving no in-flight intent", async () => {
+    const dir = tempDir()
+    const dbPath = join(dir, "svcbot.db")
+    const run = svcbot(["run", "--config", "config/default.json"], { SVC_DATABASE_PATH: dbPath })
+    await waitFor("resting orders", () => run.lines.filter((l) => l.includes('"order.accepted"')).length >= 5, 40_000)
+    run.child.kill("SIGTERM")
+    const code = await run.exit
+    expect(code).toBe(0)
+    const names = events(run).map((e) => e.event)
+    expect(names).toContain("app.stopping")
+    expect(names).toContain("order.cancelled")
+    expect(query(dbPath, `SELECT 1 FROM orders WHERE state IN ${IN_FLIGHT} OR state IN ${OPEN}`)).toHaveLength(0)
+  })
+
+  it("isolates a strategy that throws: it is paused with strategy.error, the others go on", async () => {
+    const dir = tempDir()
+    const plugin = join(ROOT, "test/e2e/fixtures/explodes.ts")
+    const config = JSON.parse(readFileSync(join(ROOT, "config/default.json"), "utf8")) as { strategies: Array<Record<string, unknown>>; database: { path: string } }
+    config.strategies = [config.strategies.find((s) => s.id === "btc-grid")!, { id: "bad-one", strategy: plugin, symbol: "BTCUSDT", pollMs: 500 }]
+    config.database.path = join(dir, "svcbot.db")
+    writeFileSync(join(dir, "config.json"), JSON.stringify(config))
+    const run = svcbot(["run", "--config", join(dir, "config.json"), "--for", "8s"])
+    expect(await run.exit).toBe(0)
+    const logged = events(run)
+    const errors = logged.filter((e) => e.event === "strategy.error")
+    expect(errors.length).toBe(1)
+    expect(errors[0]).toMatchObject({ strategy: "bad-one", trigger: "Ticker" })
+    expect(String(errors[0]!.error)).toContain("boom")
+    expect(logged.some((e) => e.event === "order.accepted")).toBe(true)
+  })
+})
+
+describe("svcbot run refuses to start on bad input, writing nothing", () => {
+  const refuse = async (config: unknown, env: Record<string, string> = {}) => {
+    const dir = tempDir()
+    const dbPath = join(dir, "svcbot.db")
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ database: { path: dbPath }, ...(config as object) }))
+    const run = svcbot(["run", "--config", join(dir, "config.json"), "--for", "5s"], env)
+    const code = await run.exit
+    expect(existsSync(dbPath)).toBe(false)
+    return { code, stderr: run.stderr.join("") }
+  }
+
+  it("a bad cron expression is a config error naming the field", async () => {
+    const { code, stderr } = await refuse({ strategies: [{ id: "d", strategy: "dca", symbol: "BTCUSDT", schedule: "every day", params: { quoteQty: "50", maxSlippageBps: 30 } }] })
+    expect(code).toBe(2)
+    expect(stderr).toMatch(/strategies\[0\]\.schedule: "every day" is not a valid cron expression/)
+  })
+
+  it("an unknown strategy names the instance and the fix", async () => {
+    const { code, stderr } = await refuse({ strategies: [{ id: "x", strategy: "moon-shot", symbol: "BTCUSDT" }] })
+    expect(code).toBe(2)
+    expect(stderr).toMatch(/strategies\[x\]\.strategy: no strategy "moon-shot"/)
+  })
+
+  it("bad strategy params name the field", async () => {
+    const { code, stderr } = await refuse({ strategies: [{ id: "g", strategy: "grid", symbol: "BTCUSDT", params: { lowerPrice: "abc" } }] })
+    expect(code).toBe(2)
+    expect(stderr).toMatch(/strategies\[g\]\.params\.lowerPrice:/)
+  })
+
+  it("an unreachable venue says so", async () => {
+    const { code, stderr } = await refuse({ venue: { embedded: false, baseUrl: "http://127.0.0.1:9" } }, {
+      SVC_API_KEY: "svk_live_" + "a".repeat(22),
+      SVC_API_SECRET: "svs_live_" + "b".repeat(49)
+    })
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/cannot reach http:\/\/127\.0\.0\.1:9/)
+  })
+
+  it("a wrong key says API_KEY_INVALID and how to fix it, without printing the secret", async () => {
+    const venue = await startVenue()
+    try {
+      const secret = "svs_live_" + "w".repeat(49)
+      const { code, stderr } = await refuse({ venue: { embedded: false, baseUrl: venue.url } }, { SVC_API_KEY: venue.keyId, SVC_API_SECRET: secret })
+      expect(code).toBe(1)
+      expect(stderr).toMatch(/API_KEY_INVALID/)
+      expect(stderr).toMatch(/create a new key on the website/)
+      expect(stderr).not.toContain(secret)
+    } finally {
+      await venue.close()
+    }
+  })
+})
