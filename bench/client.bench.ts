@@ -4,7 +4,8 @@
  * 1. Client overhead: signed `GET /api/wallets/spot` per second through SvcClient
  *    (fresh timestamp and signature per request, budget governor, lossless decoding)
  *    against raw undici requests with precomputed headers, to the same svc-venue
- *    running in a child process. Goal >= 0.7.
+ *    running in a child process. Goal >= 0.7. @effect/platform's HttpClient alone is
+ *    measured too, as a reference for the share of the HTTP layer.
  * 2. Budget saturation: share of the weight limit used over 5 windows by many
  *    concurrent readers, with zero 429s (the venue's window shortened). Goal >= 0.95.
  *
@@ -67,6 +68,7 @@ const rawLoad = async (baseUrl: string): Promise<number> => {
   return done / elapsed
 }
 
+/** @effect/platform's HttpClient alone, same precomputed headers: how much of the gap is the HTTP layer SvcClient is built on. */
 const platformLoad = (baseUrl: string): Promise<number> =>
   Effect.runPromise(
     Effect.gen(function* () {
@@ -133,9 +135,9 @@ const overhead = async () => {
     await rawLoad(venueUrl)
     await clientLoad(venueUrl)
     const raw = await rawLoad(venueUrl)
-    console.log("platform", await platformLoad(venueUrl))
+    const platform = await platformLoad(venueUrl)
     const client = await clientLoad(venueUrl)
-    return { raw, client, ratio: client / raw }
+    return { raw, platform, client, ratio: client / raw }
   } finally {
     child.stdin.end()
     await new Promise((resolve) => child.once("exit", resolve))
@@ -192,6 +194,7 @@ const main = async () => {
   console.log("| figure | SvcClient | baseline | ratio | goal |")
   console.log("| --- | ---: | ---: | ---: | ---: |")
   console.log(`| signed GET ${target} per second | ${cost.client.toFixed(0)} | ${cost.raw.toFixed(0)} (raw undici) | ${cost.ratio.toFixed(2)} | >= 0.7 |`)
+  console.log(`| (reference) @effect/platform HttpClient, precomputed headers | ${cost.platform.toFixed(0)} | ${cost.raw.toFixed(0)} (raw undici) | ${(cost.platform / cost.raw).toFixed(2)} | |`)
   console.log(`| weight limit used over ${budget.windows} windows, 429s: ${budget.refused} | ${(budget.share * 100).toFixed(1)} % | ${budget.limit} per ${budget.windowMs} ms | ${budget.share.toFixed(3)} | >= 0.95 |`)
   console.log(
     JSON.stringify({
@@ -200,6 +203,7 @@ const main = async () => {
       concurrency,
       clientRps: Math.round(cost.client),
       rawUndiciRps: Math.round(cost.raw),
+      platformRps: Math.round(cost.platform),
       overheadRatio: Number(cost.ratio.toFixed(3)),
       overheadGoal: 0.7,
       budgetShare: Number(budget.share.toFixed(3)),

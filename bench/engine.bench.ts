@@ -199,8 +199,6 @@ const intentsToAccepted = async (venue: TestVenue) => {
     const seconds = (performance.now() - started) / 1000
     const journaled = (await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.all))).filter((o) => o.origin === "journal")
     const accepted = journaled.filter((o) => o.clientOrderId !== null).length
-    const intentsSeen = await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.intents))
-    console.error("DEBUG", journaled.length, JSON.stringify(Object.entries(Object.groupBy(intentsSeen, (i) => i.refusal ?? "ok")).map(([k, v]) => [k, v?.length])))
     engine = { accepted, perSecond: accepted / seconds }
   } finally {
     await runtime.dispose()

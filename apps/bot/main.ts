@@ -6,11 +6,12 @@ import { backtestCommand, promoteCommand, promotionsCommand } from "../../src/cl
 import { CliError } from "../../src/cli/errors.js"
 import { runCommand } from "../../src/cli/run.js"
 import { signCommand } from "../../src/cli/sign.js"
+import { statusCommand } from "../../src/cli/status.js"
 import { venueCommand } from "../../src/venue/cli.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, backtestCommand, promoteCommand, promotionsCommand, signCommand, venueCommand])
+  Command.withSubcommands([runCommand, backtestCommand, promoteCommand, promotionsCommand, signCommand, statusCommand, venueCommand])
 )
 
 const cli = Command.run(svcbot, { name: "svcbot", version: "0.1.0" })

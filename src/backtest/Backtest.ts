@@ -31,7 +31,6 @@ import type { OrderKind } from "../svc/Dialect.js"
 import {
   type Balance,
   type CandleEvent,
-  type FillEvent,
   isFinalUpdate,
   type OpenOrder,
   type OrderUpdateEvent,
@@ -113,6 +112,7 @@ const intervalName = (intervalMs: number): string => INTERVAL_NAMES.get(interval
 
 interface Tracked {
   readonly clientOrderId: string
+  readonly stop: boolean
   kind: OrderKind
   filledBaseQty: Decimal
 }
@@ -166,6 +166,8 @@ class Run<P, S> {
   /** Order updates that answer intents at the moment they are placed: refusals and cancels. */
   private readonly answers: Array<OrderUpdateEvent> = []
   private lastFillSeq = 0
+  /** Stop-limit orders still pending: their trigger changes their kind without a fill. */
+  private waitingStops = 0
   private intentsThisMoment = 0
   private state: S
   private baseHeld = ZERO
@@ -261,7 +263,7 @@ class Run<P, S> {
     this.view.now = closeMs
     this.lastPrices.set(this.symbol, candle.close)
     this.intentsThisMoment = 0
-    if (settled || this.tracked.size > 0) this.deliverOrderProgress()
+    if (this.tracked.size > 0) this.deliverOrderProgress(settled)
     const { onCandle, onTicker, onTimer } = this.strategy
     if (onCandle !== undefined) this.handle("onCandle", onCandle, event)
     if (onTicker !== undefined) this.handle("onTicker", onTicker, { symbol: this.symbol, price: candle.close, time: closeMs })
@@ -315,7 +317,9 @@ class Run<P, S> {
         continue
       }
       this.counts.placed += 1
-      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, kind: "pending", filledBaseQty: ZERO })
+      const stop = intent.type === "stop-limit"
+      if (stop) this.waitingStops += 1
+      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, stop, kind: "pending", filledBaseQty: ZERO })
       this.tagOf.set(placed.clientOrderId, intent.tag)
       this.openOrders.set(intent.tag, openOrderOf(intent, placed.clientOrderId))
     }
@@ -331,6 +335,7 @@ class Run<P, S> {
     const order = this.tracked.get(tag)
     if (order === undefined || !this.engine.cancel(UID, order.clientOrderId, now).ok) return undefined
     const after = this.engine.order(UID, order.clientOrderId)!
+    if (order.stop && order.kind === "pending") this.waitingStops -= 1
     this.tracked.delete(tag)
     this.openOrders.delete(tag)
     this.counts.cancelled += 1
@@ -349,12 +354,15 @@ class Run<P, S> {
   }
 
   /** New fills, then orders whose kind or filled quantity changed. */
-  private deliverOrderProgress(): void {
+  private deliverOrderProgress(settled: boolean): void {
     const fills = this.newFills()
+    // Kinds change only at settlement, with a fill, or when a stop triggers; otherwise no order needs reading.
+    if (fills.length === 0 && !settled && this.waitingStops === 0) return
     const updates: Array<OrderUpdateEvent> = []
     for (const [tag, order] of this.tracked) {
       const now = this.engine.order(UID, order.clientOrderId)!
       if (now.kind === order.kind && now.filledBaseQty.eq(order.filledBaseQty)) continue
+      if (order.stop && order.kind === "pending") this.waitingStops -= 1
       order.kind = now.kind
       order.filledBaseQty = now.filledBaseQty
       const kind: OrderUpdateKind = now.kind
@@ -381,30 +389,19 @@ class Run<P, S> {
     if (onOrderUpdate !== undefined) for (const update of updates) this.handle("onOrderUpdate", onOrderUpdate, update)
   }
 
-  private newFills(): ReadonlyArray<FillEvent> {
+  private newFills(): ReadonlyArray<RunFill> {
     const newest = this.engine.fills(UID, { limit: 1 }).fills[0]
     if (newest === undefined || newest.seq <= this.lastFillSeq) return []
     const page = this.engine.fills(UID, { limit: newest.seq - this.lastFillSeq }).fills
     this.lastFillSeq = newest.seq
-    const events: Array<FillEvent> = []
+    const events: Array<RunFill> = []
     for (let i = page.length - 1; i >= 0; i--) {
       const fill = page[i]!
-      const tag = this.tagOf.get(fill.clientOrderId) ?? fill.clientOrderId
-      this.fillLog.push({
-        timeMs: fill.time,
-        tag,
-        clientOrderId: fill.clientOrderId,
-        side: fill.side,
-        price: fill.price,
-        baseQty: fill.baseQty,
-        quoteQty: fill.quoteQty,
-        fee: fill.fee,
-        feeAsset: fill.feeAsset,
-        liquidity: fill.liquidity
-      })
-      events.push({
-        tag,
+      // One object is both the strategy's fill event and the run's fill record.
+      const event: RunFill = {
+        tag: this.tagOf.get(fill.clientOrderId) ?? fill.clientOrderId,
         fillId: fill.fillId,
+        clientOrderId: fill.clientOrderId,
         side: fill.side,
         price: fill.price,
         baseQty: fill.baseQty,
@@ -413,7 +410,9 @@ class Run<P, S> {
         feeAsset: fill.feeAsset,
         liquidity: fill.liquidity,
         time: fill.time
-      })
+      }
+      this.fillLog.push(event)
+      events.push(event)
     }
     return events
   }

@@ -169,7 +169,9 @@ const loadSeries = (spec: JobSpec, entry: PairEntry): Either.Either<CandleSeries
 export const prepare = (spec: JobSpec): Effect.Effect<PreparedJob, JobInvalid> =>
   Effect.gen(function* () {
     const entry = yield* pairEntry(spec.symbol)
-    const loaded = yield* loadStrategy("backtest", spec.strategy, spec.cwd).pipe(Effect.mapError((e) => new JobInvalid({ message: e.message })))
+    const loaded = yield* loadStrategy("backtest", spec.strategy, spec.cwd).pipe(
+      Effect.mapError((e) => new JobInvalid({ message: e.message.replaceAll("strategies[backtest].strategy", "--strategy") }))
+    )
     const series = yield* loadSeries(spec, entry)
     return {
       spec,

@@ -5,22 +5,10 @@
  * from it: they are estimates by nature and a float's 15 digits are plenty.
  */
 import { Decimal, toJsonNumber, ZERO } from "../domain/Decimal.js"
-import type { Liquidity, Side } from "../svc/Dialect.js"
+import type { FillEvent } from "../strategy/Strategy.js"
 
-/** A fill as the backtest and the venue both report it. Amounts are exact. */
-export interface RunFill {
-  readonly timeMs: number
-  /** The strategy's tag of the order. */
-  readonly tag: string
-  readonly clientOrderId: string
-  readonly side: Side
-  readonly price: Decimal
-  readonly baseQty: Decimal
-  readonly quoteQty: Decimal
-  readonly fee: Decimal
-  readonly feeAsset: string
-  readonly liquidity: Liquidity
-}
+/** A fill of a run: what the strategy heard (`FillEvent`) and the venue's id of its order. */
+export type RunFill = FillEvent & { readonly clientOrderId: string }
 
 export interface MetricsInput {
   readonly baseAsset: string
@@ -279,7 +267,8 @@ export const metricsFromJson = (json: Record<string, unknown>): Metrics => {
 
 /** A fill as JSON: amounts as exact decimal strings, as the venue's fills answer writes them. */
 export const fillToJson = (fill: RunFill): Record<string, string | number> => ({
-  timeMs: fill.timeMs,
+  time: fill.time,
+  fillId: fill.fillId,
   tag: fill.tag,
   clientOrderId: fill.clientOrderId,
   side: fill.side,

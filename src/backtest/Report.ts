@@ -133,7 +133,7 @@ const priceChart = (input: ReportInput): string => {
   if (n === 0) return chart("price-chart", "Price", "")
   const scale = makeScale(input.metrics.fromMs, input.metrics.toMs, lo, hi)
   const markers = input.fills.slice(0, MAX_MARKERS).map((fill) => {
-    const x = scale.x(fill.timeMs)
+    const x = scale.x(fill.time)
     const y = scale.y(fill.price.toNumber())
     const points =
       fill.side === "buy"
@@ -243,7 +243,7 @@ export const renderReport = (input: ReportInput): string => {
     .slice(0, MAX_FILL_ROWS)
     .map(
       (f) =>
-        `<tr><td>${new Date(f.timeMs).toISOString()}</td><td>${escapeHtml(f.tag)}</td><td>${f.side}</td><td class="num">${f.price.toFixed()}</td><td class="num">${f.baseQty.toFixed()}</td><td class="num">${f.fee.toFixed()} ${escapeHtml(f.feeAsset)}</td><td>${f.liquidity}</td></tr>`
+        `<tr><td>${new Date(f.time).toISOString()}</td><td>${escapeHtml(f.tag)}</td><td>${f.side}</td><td class="num">${f.price.toFixed()}</td><td class="num">${f.baseQty.toFixed()}</td><td class="num">${f.fee.toFixed()} ${escapeHtml(f.feeAsset)}</td><td>${f.liquidity}</td></tr>`
     )
     .join("")
   const more = input.fills.length > MAX_FILL_ROWS ? `<p>${input.fills.length - MAX_FILL_ROWS} more fills in the --json output.</p>` : ""

@@ -110,6 +110,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     const bus = yield* EngineBus
     const settings = yield* EngineSettings
     const sends = yield* FiberSet.make()
+    const sendPermits = yield* Effect.makeSemaphore(settings.execution.sendConcurrency)
     const cancelsSent = new Set<number>()
     /** While placements are blocked, the time the next placement may go out as a probe. */
     let blockProbeAt = 0
@@ -188,7 +189,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
 
     /** Sends a journaled order (state `intent`) once, and records what came of it. */
     const send = (order: OrderRow): Effect.Effect<void> =>
-      Effect.gen(function* () {
+      sendPermits.withPermits(1)(Effect.gen(function* () {
         const sending = yield* move(order.orderId, "send", { sentAt: yield* Clock.currentTimeMillis })
         if (sending === undefined) return
         const outcome = yield* Effect.either(place(sending))
@@ -217,7 +218,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const block = blockOf(error)
         if (block !== undefined) yield* noteBlock(block)
         yield* move(order.orderId, "refuse", { code }, error.message)
-      })
+      }))
 
     const dailyPnl = (strategyId: string) =>
       Effect.gen(function* () {

@@ -11,10 +11,19 @@ export interface EngineOptions {
   readonly risk?: RiskLimits
   /** Cancel every open order of the strategies when the engine stops. */
   readonly cancelOnStop?: boolean
+  readonly execution?: Partial<ExecutionSettings>
   readonly tracker?: Partial<TrackerSettings>
   readonly reconcile?: Partial<ReconcileSettings>
   readonly fillSync?: Partial<FillSyncSettings>
   readonly market?: Partial<MarketSettings>
+}
+
+export interface ExecutionSettings {
+  /**
+   * Most placements in flight at once. More would only wait in the client's budget queue,
+   * where the request timeout can run out before the request is even sent.
+   */
+  readonly sendConcurrency: number
 }
 
 export interface TrackerSettings {
@@ -65,11 +74,14 @@ export interface ResolvedEngineSettings {
   readonly dbPath: string
   readonly risk: RiskLimits
   readonly cancelOnStop: boolean
+  readonly execution: ExecutionSettings
   readonly tracker: TrackerSettings
   readonly reconcile: ReconcileSettings
   readonly fillSync: FillSyncSettings
   readonly market: MarketSettings
 }
+
+export const defaultExecution: ExecutionSettings = { sendConcurrency: 8 }
 
 export const defaultTracker: TrackerSettings = {
   tickMs: 50,
@@ -95,6 +107,7 @@ export const resolveSettings = (options: EngineOptions): ResolvedEngineSettings 
   dbPath: options.dbPath,
   risk: options.risk ?? {},
   cancelOnStop: options.cancelOnStop ?? false,
+  execution: { ...defaultExecution, ...options.execution },
   tracker: { ...defaultTracker, ...options.tracker },
   reconcile: { ...defaultReconcile, ...options.reconcile },
   fillSync: { ...defaultFillSync, ...options.fillSync },

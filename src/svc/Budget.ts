@@ -417,23 +417,34 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
       const governor = new Governor(resolveBudgetOptions(options))
       let offsetMs = yield* clock.offsetMs
       /** Server-clock now, after rebasing the books if the clock was corrected since the last look. */
-      const serverNow = Effect.gen(function* () {
-        const currentOffsetMs = yield* clock.offsetMs
+      const serverNow = Effect.flatMap(clock.offsetMs, (currentOffsetMs) => {
         if (currentOffsetMs !== offsetMs) {
           offsetMs = currentOffsetMs
           governor.clockCorrected()
         }
-        return yield* clock.now
+        return clock.now
       })
       // Every change of the books completes this and replaces it, waking all waiters to decide again.
       let changed = Deferred.unsafeMake<void>(FiberId.none)
+      let sleeping = 0
       const notify = () => {
+        // Nobody waits in the common case: skip the allocation.
+        if (sleeping === 0) return
         const previous = changed
         changed = Deferred.unsafeMake<void>(FiberId.none)
         Deferred.unsafeDone(previous, Exit.void)
       }
 
+      /** Admission without waiting is the common case: decided in one step. */
       const admit = (demand: Demand): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> =>
+        Effect.flatMap(serverNow, (now): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> => {
+          const decision = governor.decide(demand, now)
+          if (decision._tag === "Admit") return Effect.succeed(decision.ticket)
+          if (decision._tag === "Refuse") return Effect.fail(decision.error)
+          return admitWaiting(demand)
+        })
+
+      const admitWaiting = (demand: Demand): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> =>
         Effect.gen(function* () {
           let waiting = false
           let wasQueued = false
@@ -447,47 +458,53 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
               if (decision._tag === "Admit") return decision.ticket
               return yield* Effect.fail(decision.error)
             }
-            if (!waiting) {
-              waiting = true
-              governor.waits += 1
-              const snapshot = governor.snapshot(now)
-              yield* logEvent("budget.wait", {
-                endpoint: demand.endpoint,
-                priority: demand.priority,
-                reason: decision.reason,
-                waitMs: Math.max(0, decision.untilMs - now),
-                usedWeight1m: snapshot.usedWeight1m,
-                weightLimit1m: snapshot.weightLimit1m
-              })
-            }
+            // Registered in the same step as the decision, so that no change in between goes unnoticed.
             const queued = decision.reason === "weight" || decision.reason === "priority"
             if (queued) governor.enqueue(demand.priority)
-            yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Math.max(1, decision.untilMs - now))).pipe(
-              Effect.onInterrupt(() =>
-                Effect.sync(() => {
-                  if (!queued) return
-                  governor.dequeue(demand.priority)
-                  notify()
+            sleeping += 1
+            const leave = Effect.sync(() => {
+              sleeping -= 1
+              if (queued) governor.dequeue(demand.priority)
+            })
+            const sleep = Effect.gen(function* () {
+              if (!waiting) {
+                waiting = true
+                governor.waits += 1
+                const snapshot = governor.snapshot(now)
+                yield* logEvent("budget.wait", {
+                  endpoint: demand.endpoint,
+                  priority: demand.priority,
+                  reason: decision.reason,
+                  waitMs: Math.max(0, decision.untilMs - now),
+                  usedWeight1m: snapshot.usedWeight1m,
+                  weightLimit1m: snapshot.weightLimit1m
                 })
-              )
+              }
+              yield* Effect.raceFirst(Deferred.await(signal), Effect.sleep(Math.max(1, decision.untilMs - now)))
+            })
+            yield* sleep.pipe(
+              Effect.ensuring(leave),
+              // Lower priorities queued behind an abandoned request may go now.
+              Effect.onInterrupt(() => Effect.sync(() => queued && notify()))
             )
-            if (queued) governor.dequeue(demand.priority)
             wasQueued = queued
           }
         })
 
       const settle = (ticket: Ticket, outcome: Outcome): Effect.Effect<void> =>
-        Effect.gen(function* () {
-          const now = yield* serverNow
+        Effect.flatMap(serverNow, (now) => {
           governor.settle(ticket, outcome, now)
           notify()
           const error = outcome._tag === "Answered" ? outcome.error : undefined
-          if (error?._tag === "ApiKeyInvalid") {
-            yield* logEvent("auth.invalid", { endpoint: error.endpoint, nextProbeInMs: governor.options.authProbeIntervalMs })
-          } else if (error?._tag === "RateLimited") {
-            yield* logEvent("rate.limited", { endpoint: error.endpoint, bucket: error.bucket, retryAfter: error.retryAfter })
-          } else if (error?._tag === "AuthBlocked") {
-            yield* logEvent("auth.blocked", { endpoint: error.endpoint, code: error.code, retryAfter: error.retryAfter })
+          switch (error?._tag) {
+            case "ApiKeyInvalid":
+              return logEvent("auth.invalid", { endpoint: error.endpoint, nextProbeInMs: governor.options.authProbeIntervalMs })
+            case "RateLimited":
+              return logEvent("rate.limited", { endpoint: error.endpoint, bucket: error.bucket, retryAfter: error.retryAfter })
+            case "AuthBlocked":
+              return logEvent("auth.blocked", { endpoint: error.endpoint, code: error.code, retryAfter: error.retryAfter })
+            default:
+              return Effect.void
           }
         })
 

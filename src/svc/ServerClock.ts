@@ -21,14 +21,18 @@ export class ServerClock extends Effect.Service<ServerClock>()("svcbot/ServerClo
     const now: Effect.Effect<number> = Effect.map(Clock.currentTimeMillis, (local) => local + offsetMs)
 
     /**
-     * A request timestamp on the server's clock, strictly greater than the last one
-     * issued: two identical non-GET requests in the same millisecond would otherwise
-     * carry the same signature and the second would be refused as a replay.
+     * A request timestamp on the server's clock. For a non-GET it is strictly greater
+     * than the last one issued: two identical non-GET requests in the same millisecond
+     * would otherwise carry the same signature and the second would be refused as a
+     * replay. GETs are never checked for replay, and at more than a thousand a second
+     * a strictly increasing count would run ahead of the clock.
      */
-    const timestamp: Effect.Effect<number> = Effect.map(now, (serverNow) => {
-      lastTimestamp = Math.max(Math.floor(serverNow), lastTimestamp + 1)
-      return lastTimestamp
-    })
+    const timestamp = (method: string): Effect.Effect<number> =>
+      Effect.map(now, (serverNow) => {
+        if (method === "GET") return Math.floor(serverNow)
+        lastTimestamp = Math.max(Math.floor(serverNow), lastTimestamp + 1)
+        return lastTimestamp
+      })
 
     /**
      * Learns the offset from a refused request's `server_time_ms`. The server read

@@ -194,7 +194,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         Effect.gen(function* () {
           const signed = call.kind !== "public"
           const ticket: Ticket | undefined = signed ? yield* budget.admit(demand) : undefined
-          const sentAtMs = yield* clock.timestamp
+          const sentAtMs = yield* clock.timestamp(call.method)
           const sentAtLocalMs = yield* Clock.currentTimeMillis
           const target = url.pathname + url.search
           const headers = signed

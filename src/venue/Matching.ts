@@ -191,8 +191,8 @@ export class MatchingEngine {
   private readonly halted = new Set<string>()
   private orderSeq = 0
   private fillSeq = 0
-  fees: Fees
-  settleDelayMs: number
+  readonly fees: Fees
+  readonly settleDelayMs: number
 
   constructor(options: EngineOptions) {
     for (const pair of options.pairs) this.addPair(pair)
@@ -250,10 +250,6 @@ export class MatchingEngine {
       wallets.set(asset, wallet)
     }
     return wallet
-  }
-
-  hasAccount(uid: number): boolean {
-    return this.accounts.has(uid)
   }
 
   openAccount(uid: number): void {

@@ -95,7 +95,9 @@ const app = (venue: Venue) =>
       incoming.socket.destroy()
       return yield* Effect.interrupt
     }
-    return HttpServerResponse.text(result.body, { status: result.status, headers: Headers.fromInput(result.headers), contentType: "application/json" })
+    // A raw string body with its length goes out in one socket write together with the head.
+    result.headers["content-length"] = String(Buffer.byteLength(result.body))
+    return HttpServerResponse.raw(result.body, { status: result.status, headers: Headers.fromInput(result.headers) })
   })
 
 /** Serves svc-venue until the scope closes. */

@@ -236,10 +236,6 @@ export class Tape {
     return this.current
   }
 
-  get kind(): TapeSource["kind"] {
-    return this.source.kind
-  }
-
   /**
    * One step of the tape: the prices it passes through (one for the walk, a candle's
    * path for a replay, none for a manual tape or a finished replay).

@@ -77,7 +77,7 @@ const run = async (name: string, scenario: Scenario) => {
   expect(verdict.fillMismatches).toBe(0)
   expect(verdict.ledgerFills).toBe(verdict.venueFills)
   expect(verdict.balanceMismatches).toEqual([])
-  expect(verdict.placed + verdict.refused + verdict.notPlaced).toBe(verdict.intents)
+  expect(verdict.placed + verdict.refused + verdict.notPlaced + verdict.riskRefused).toBe(verdict.intents)
   return { verdict, log }
 }
 
@@ -147,12 +147,14 @@ describe("chaos", () => {
   })
 
   it("account frozen mid-run", async () => {
-    const { verdict } = await run("account frozen", {
+    const { verdict, log } = await run("account frozen", {
       phases: [{ at: 12, action: (v) => v.admin("POST", "/_venue/account-status", { uid: v.uid, status: "frozen" }) }],
       recover: async (v) => {
         await v.admin("POST", "/_venue/account-status", { uid: v.uid, status: "active" })
       }
     })
     expect(verdict.refused).toBeGreaterThan(0)
+    expect(verdict.riskRefused).toBeGreaterThan(0)
+    expect(log.events("account.blocked").some((e) => e.code === "ACCOUNT_FROZEN" && String(e.fix).includes("website"))).toBe(true)
   })
 })

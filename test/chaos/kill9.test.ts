@@ -94,7 +94,7 @@ describe("chaos: kill -9", () => {
     expect(verdict.fillMismatches).toBe(0)
     expect(verdict.ledgerFills).toBe(verdict.venueFills)
     expect(verdict.balanceMismatches).toEqual([])
-    expect(verdict.placed + verdict.refused + verdict.notPlaced).toBe(verdict.intents)
+    expect(verdict.placed + verdict.refused + verdict.notPlaced + verdict.riskRefused).toBe(verdict.intents)
     expect(kills).toBeGreaterThan(0)
   }, 240_000)
 })

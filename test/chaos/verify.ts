@@ -12,8 +12,12 @@ export const START_BALANCES: Readonly<Record<string, string>> = { USDT: "100000"
 const PAIRS: Readonly<Record<string, readonly [string, string]>> = { BTCUSDT: ["BTC", "USDT"], ETHUSDT: ["ETH", "USDT"] }
 
 export interface Verdict {
+  /** Placement intents the strategy submitted (cancels aside). */
   readonly intents: number
+  /** Refused by the pre-trade risk check (including "placements blocked"): journaled, never sent. */
+  readonly riskRefused: number
   readonly placed: number
+  /** Refused by the service or the client before acceptance (account status, circuit, 4xx). */
   readonly refused: number
   readonly notPlaced: number
   readonly adoptedAfterLoss: number
@@ -113,8 +117,10 @@ export const verify = async (venue: TestVenue, dbPath: string): Promise<Verdict>
     }
 
     const journaled = orders.filter((o) => o.origin === "journal")
+    const intents = db.prepare("SELECT outcome FROM intents WHERE type <> 'cancel'").all() as Array<{ outcome: string }>
     return {
-      intents: journaled.length,
+      intents: intents.length,
+      riskRefused: intents.filter((i) => i.outcome === "refused").length,
       placed: journaled.filter((o) => o.client_order_id !== null).length,
       refused: journaled.filter((o) => o.state === "refused").length,
       notPlaced: journaled.filter((o) => o.state === "not_placed").length,
@@ -135,6 +141,6 @@ export const verify = async (venue: TestVenue, dbPath: string): Promise<Verdict>
 /** The figures the suite prints after each run. */
 export const report = (scenario: string, verdict: Verdict): string =>
   `chaos ${scenario}: intents ${verdict.intents}, placed ${verdict.placed} (adopted after a lost answer ${verdict.adoptedAfterLoss}), ` +
-  `refused ${verdict.refused}, not placed ${verdict.notPlaced}, venue orders ${verdict.venueOrders}, duplicates ${verdict.duplicates}, ` +
+  `refused by risk ${verdict.riskRefused}, refused by the service ${verdict.refused}, not placed ${verdict.notPlaced}, venue orders ${verdict.venueOrders}, duplicates ${verdict.duplicates}, ` +
   `fills venue ${verdict.venueFills} / ledger ${verdict.ledgerFills} (mismatches ${verdict.fillMismatches}), ` +
   `balances ${verdict.balanceMismatches.length === 0 ? "agree" : verdict.balanceMismatches.join("; ")}`

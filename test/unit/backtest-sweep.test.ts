@@ -69,6 +69,6 @@ describe("sweeps across worker threads", () => {
   })
 
   it("fails as a whole when the job itself is invalid", async () => {
-    await expect(runSweep({ ...spec, strategy: "no-such-strategy" }, grid, { threads: 1 })).rejects.toThrow(/no strategy "no-such-strategy"/)
+    await expect(runSweep({ ...spec, strategy: "no-such-strategy" }, grid, { threads: 1 })).rejects.toThrow(/^--strategy: no strategy "no-such-strategy"/)
   })
 })

@@ -88,7 +88,7 @@ describe("the backtest event loop drives the venue's matching module", () => {
     expect([f.tag, f.side, f.price.toFixed(), f.baseQty.toFixed(), f.liquidity]).toEqual(["buy-1", "buy", "100.01", "9.999", "taker"])
     // Taker fee 0.2 % of the base received.
     expect([f.fee.toFixed(), f.feeAsset]).toEqual(["0.019998", "BTC"])
-    expect(f.timeMs).toBe(T0 + MIN + 50)
+    expect(f.time).toBe(T0 + MIN + 50)
     expect(out.balances.get("BTC")!.free.toFixed()).toBe("9.979002")
     expect(out.balances.get("USDT")!.free.toFixed()).toBe("9000.00001")
     // Equity at each close: 10000 before the fill, then 9000.00001 + 9.979002 * 100.
@@ -114,12 +114,27 @@ describe("the backtest event loop drives the venue's matching module", () => {
     const strategy = scripted({ 0: [{ type: "limit", tag: "bid", symbol: "BTCUSDT", side: "buy", baseQty: d("2"), limitPrice: d("99") }] })
     const out = run(setup(strategy, candles, {}))
     // Candle 1 only touches 99: half of 2 fills. Candle 2 goes through 99 to 98: the remaining 1 fills, at the limit price.
-    expect(out.fills.map((f) => `${f.baseQty.toFixed()} @ ${f.price.toFixed()} ${f.liquidity} t+${(f.timeMs - T0) / MIN}`)).toEqual([
+    expect(out.fills.map((f) => `${f.baseQty.toFixed()} @ ${f.price.toFixed()} ${f.liquidity} t+${(f.time - T0) / MIN}`)).toEqual([
       "1 @ 99 maker t+2",
       "1 @ 99 maker t+3"
     ])
     expect(out.fills[0]!.fee.toFixed()).toBe("0.001")
     expect(out.orders).toEqual({ placed: 1, refused: 0, rejected: 0, cancelled: 0 })
+  })
+
+  it("keeps a stop-limit pending until the path reaches its stop, then rests it and fills it as maker", () => {
+    const candles = [candle(0, "100", "100", "100", "100"), candle(1, "100", "100", "94.5", "95"), candle(2, "95", "97", "95", "96.5")]
+    const strategy = scripted({ 0: [{ type: "stop-limit", tag: "stop", symbol: "BTCUSDT", side: "sell", baseQty: d("1"), limitPrice: d("96"), stopPrice: d("95") }] })
+    expect(recordOf(strategy, candles, { BTC: "1" })).toEqual([
+      "candle 0 at 1",
+      // Settled before candle 1: funds locked, the stop waits. Candle 1 falls through 95: the stop
+      // triggers, and a sell limited at 96 finds no bid that high, so it rests.
+      "update stop resting filled 0",
+      "candle 1 at 2",
+      "fill stop sell 1 @ 96 maker fee 0.096 USDT",
+      "update stop fill filled 1",
+      "candle 2 at 3"
+    ])
   })
 
   it("answers a refused placement at once with the venue's code, and a settled order without funds with SPOT_INSUFFICIENT_FUNDS", () => {
@@ -232,7 +247,11 @@ describe("sma-crossover on the venue's synthetic tape", () => {
 })
 
 /** Runs a scripted strategy again and returns what it heard (its final state). */
-function recordOf(strategy: StrategyDefinition<unknown, { heard: Array<string>; candles: number }>, candles: ReadonlyArray<Candle>): ReadonlyArray<string> {
+function recordOf(
+  strategy: StrategyDefinition<unknown, { heard: Array<string>; candles: number }>,
+  candles: ReadonlyArray<Candle>,
+  balances?: Record<string, string>
+): ReadonlyArray<string> {
   let last: { heard: Array<string> } | undefined
   const spy: StrategyDefinition<unknown, { heard: Array<string>; candles: number }> = {
     ...strategy,
@@ -242,7 +261,7 @@ function recordOf(strategy: StrategyDefinition<unknown, { heard: Array<string>; 
       return state
     }
   }
-  run(setup(spy, candles, {}))
+  run(setup(spy, candles, {}, balances))
   return last!.heard
 }
 

@@ -1,3 +1,4 @@
+import { Writable } from "node:stream"
 import { it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import fc from "fast-check"
@@ -6,6 +7,7 @@ import { Budget, defaultBudgetOptions, Governor, type Outcome, type Priority, re
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { ApiKeyInvalid, AuthBlocked, RateLimited, type SvcError } from "../../src/svc/Errors.js"
 import { ServerClock } from "../../src/svc/ServerClock.js"
+import * as Log from "../../src/log/Logger.js"
 
 const names = defaultDialect.budgetHeaders
 
@@ -296,4 +298,27 @@ describe("Budget service (TestClock)", () => {
       expect(yield* Effect.flip(budget.admit(demand("place", true)))).toMatchObject({ _tag: "RateLimited", bucket: "orders-1d" })
     }).pipe(Effect.provide(budgetLayer()))
   )
+
+  it.scoped("logs budget.wait for each waiting request and budget.status each interval", () => {
+    const lines: Array<Record<string, unknown>> = []
+    const destination = new Writable({
+      write: (chunk, _encoding, done) => {
+        for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line) as Record<string, unknown>)
+        done()
+      }
+    })
+    return Effect.gen(function* () {
+      const budget = yield* Budget
+      const first = yield* budget.admit(demand("status"))
+      yield* budget.settle(first, answered(3, 3))
+      const waiting = yield* Effect.fork(budget.admit(demand("fills")))
+      yield* TestClock.adjust(1)
+      expect(lines.filter((line) => line.event === "budget.wait")).toEqual([
+        expect.objectContaining({ endpoint: "GET /fills", priority: "fills", reason: "weight", usedWeight1m: 3, weightLimit1m: 3 })
+      ])
+      yield* TestClock.adjust(60_000)
+      yield* Fiber.join(waiting)
+      expect(lines.filter((line) => line.event === "budget.status")).toEqual([expect.objectContaining({ weightLimit1m: 3, waits: 1, rateLimited: 0 })])
+    }).pipe(Effect.provide(budgetLayer().pipe(Layer.provide(Log.layer({ destination, pretty: false })))))
+  })
 })

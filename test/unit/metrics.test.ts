@@ -6,7 +6,8 @@ const d = (text: string) => new Decimal(text)
 const YEAR_MS = 365 * 86_400_000
 
 const fill = (side: "buy" | "sell", baseQty: string, price: string, fee = "0", feeAsset = side === "buy" ? "BTC" : "USDT"): RunFill => ({
-  timeMs: 0,
+  time: 0,
+  fillId: `fill-${side}-${price}`,
   tag: `${side}-${price}`,
   clientOrderId: `co_${side}_${price}`,
   side,

@@ -3,11 +3,11 @@
  * JSON `venue.listening` line with its url, serves, and stops cleanly on SIGTERM.
  */
 import { spawn } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { devAccounts } from "../../src/venue/Accounts.js"
+import { decodeAccounts, devAccounts } from "../../src/venue/Accounts.js"
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "svc-venue.js")
 
@@ -35,6 +35,12 @@ const run = (args: ReadonlyArray<string>) => {
 }
 
 describe("svc-venue program", () => {
+  it("the example accounts file config/venue-accounts.json is valid", () => {
+    const file = decodeAccounts(JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "config", "venue-accounts.json"), "utf8")))
+    expect(file.accounts.length).toBeGreaterThan(0)
+    expect(() => decodeAccounts({ ...file, accounts: [{ uid: 1, keys: [{ id: "svk_live_short", secret: "x", permissions: ["read"] }] }] })).toThrow(/svk_live_/)
+  })
+
   it("logs venue.listening with its url, prints the dev keys, serves, and stops on SIGTERM", async () => {
     const p = run(["--port", "0", "--tape", "manual"])
     const listening = await p.line("venue.listening")

@@ -96,7 +96,10 @@ describe("MatchingEngine", () => {
     expect(e.order(UID, id)?.kind).toBe("pending")
     e.onPrice("BTCUSDT", d("61000"), 70)
     expect(e.order(UID, id)?.kind).toBe("fill")
-    expect(e.allFills(UID).every((f) => f.liquidity === "taker")).toBe(true)
+    const fills = e.allFills(UID)
+    expect(fills.every((f) => f.liquidity === "taker")).toBe(true)
+    // Taker fee from the fees table, paid in the received base asset.
+    for (const f of fills) expect(f.fee.eq(f.baseQty.mul("0.002"))).toBe(true)
   })
 
   it("the same operations give the same fills (deterministic)", () => {

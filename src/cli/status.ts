@@ -1,0 +1,451 @@
+/**
+ * `svcbot status`: what the daemon is doing, read from its database alone, for
+ * an operator over SSH. The database is opened read-only, so it is safe while
+ * the daemon runs (WAL lets a reader see the last committed state). It shows
+ * only what the ledger holds: strategy instances, unfinished orders, the UTC
+ * day's fills, PnL per strategy, what reconciliation left behind, and it says
+ * plainly what the database does not record. No secret is stored there, and
+ * nothing from the config is printed beyond instance ids and symbols.
+ */
+import { existsSync } from "node:fs"
+import { resolve } from "node:path"
+import { Command, Options } from "@effect/cli"
+import BetterSqlite3 from "better-sqlite3"
+import { Console, Effect, Either, Option } from "effect"
+import { type Config } from "../config/Config.js"
+import { loadConfig } from "../config/Load.js"
+import { Decimal } from "../domain/Decimal.js"
+import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
+import { portfolio, type PortfolioFill } from "../engine/Portfolio.js"
+import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
+import { CliError, usageError } from "./errors.js"
+
+const DEFAULT_DB = "data/svcbot.db"
+const DAY_MS = 86_400_000
+/** The text view lists at most this many of the day's fills (newest first); `--json` has them all. */
+const FILLS_SHOWN = 20
+const REQUIRED_TABLES = ["orders", "order_events", "fills", "sync_state", "strategy_state"] as const
+
+export interface StrategyStatus {
+  readonly id: string
+  readonly plugin: string | null
+  readonly version: string | null
+  readonly symbol: string | null
+  /** false: only in the database (no longer configured); null: no config was read. */
+  readonly configured: boolean | null
+  readonly enabled: boolean | null
+  readonly paused: string | null
+  /** When the instance last stored its state; null before its first handled event. */
+  readonly lastUpdate: string | null
+}
+
+export interface OpenOrderStatus {
+  readonly strategy: string | null
+  readonly tag: string | null
+  readonly origin: string
+  readonly symbol: string
+  readonly side: string
+  readonly type: string
+  readonly baseQty: string | null
+  readonly quoteOrderQty: string | null
+  readonly limitPrice: string | null
+  readonly stopPrice: string | null
+  readonly filledBaseQty: string
+  readonly state: string
+  readonly clientOrderId: string | null
+  readonly createdAt: string
+}
+
+export interface FillStatus {
+  readonly time: string
+  readonly fillId: string
+  readonly strategy: string | null
+  readonly tag: string | null
+  readonly clientOrderId: string | null
+  readonly symbol: string
+  readonly side: string
+  readonly liquidity: string
+  readonly price: string
+  readonly baseQty: string
+  readonly quoteQty: string
+  readonly fee: string
+  readonly feeAsset: string
+}
+
+export interface PnlStatus {
+  readonly strategy: string
+  readonly fills: number
+  readonly fillsToday: number
+  readonly positions: ReadonlyArray<{ readonly symbol: string; readonly baseQty: string; readonly avgCost: string; readonly lastPrice: string | null }>
+  readonly realizedPnl: string
+  readonly unrealizedPnl: string
+  readonly fees: string
+  readonly netPnl: string
+  /** The UTC day's PnL as the daily loss limit measures it: realized minus fees since midnight, plus unrealized. */
+  readonly dayPnl: string
+}
+
+export interface StatusReport {
+  readonly database: string
+  readonly at: string
+  readonly day: string
+  readonly strategies: ReadonlyArray<StrategyStatus>
+  readonly openOrders: ReadonlyArray<OpenOrderStatus>
+  readonly fillsToday: ReadonlyArray<FillStatus>
+  readonly pnl: ReadonlyArray<PnlStatus>
+  /** Where the unrealized PnL's prices come from. */
+  readonly lastPrices: ReadonlyArray<{ readonly symbol: string; readonly price: string; readonly source: "last fill"; readonly at: string }>
+  readonly dailyLossLimit: string | null
+  readonly reconciliation: {
+    readonly lastFillSync: string | null
+    readonly newestFillTime: string | null
+    readonly backfillDone: boolean
+    /** Placements whose outcome is not known yet (sent, answer lost). */
+    readonly inDoubt: number
+    readonly lastOutcome: { readonly at: string; readonly clientOrderId: string | null; readonly outcome: string; readonly detail: string | null } | null
+    readonly outcomes: { readonly adopted: number; readonly notPlaced: number; readonly external: number }
+    readonly note: string
+  }
+  readonly budget: {
+    readonly recorded: false
+    /** Placements sent since the UTC midnight, from the journal: a lower bound of the 1-day order budget's use. */
+    readonly placementsToday: number
+    readonly note: string
+  }
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
+
+interface OrderRecord {
+  strategy_id: string | null
+  tag: string | null
+  origin: string
+  client_order_id: string | null
+  state: OrderState
+  symbol: string
+  side: string
+  type: string
+  base_qty: string | null
+  quote_order_qty: string | null
+  limit_price: string | null
+  stop_price: string | null
+  filled_base_qty: string
+  created_at: number
+}
+
+interface FillRecord {
+  fill_id: string
+  client_order_id: string | null
+  strategy_id: string | null
+  tag: string | null
+  symbol: string
+  side: string
+  liquidity: string
+  price: string
+  base_qty: string
+  quote_qty: string
+  fee: string
+  fee_asset: string
+  time: number
+}
+
+const inList = (states: Iterable<string>): string => `(${[...states].map((s) => `'${s}'`).join(", ")})`
+
+/**
+ * The base and quote asset of each symbol, as far as the fills tell: the
+ * database stores no exchange-info, but a fee is charged in the pair's base or
+ * quote asset, and a symbol is its base followed by its quote.
+ */
+const pairsFromFees = (fills: ReadonlyArray<FillRecord>): ReadonlyMap<string, { readonly base: string; readonly quote: string }> => {
+  const pairs = new Map<string, { readonly base: string; readonly quote: string }>()
+  for (const fill of fills) {
+    if (pairs.has(fill.symbol) || fill.fee_asset.length >= fill.symbol.length) continue
+    if (fill.symbol.startsWith(fill.fee_asset)) pairs.set(fill.symbol, { base: fill.fee_asset, quote: fill.symbol.slice(fill.fee_asset.length) })
+    else if (fill.symbol.endsWith(fill.fee_asset)) pairs.set(fill.symbol, { base: fill.symbol.slice(0, -fill.fee_asset.length), quote: fill.fee_asset })
+  }
+  return pairs
+}
+
+const toPortfolioFill = (fill: FillRecord): PortfolioFill => ({
+  symbol: fill.symbol,
+  side: fill.side,
+  price: new Decimal(fill.price),
+  baseQty: new Decimal(fill.base_qty),
+  fee: new Decimal(fill.fee),
+  feeAsset: fill.fee_asset,
+  time: fill.time
+})
+
+/** Reads the status from an open database. `config` adds the configured instances that have stored no state yet. */
+export const readStatus = (db: BetterSqlite3.Database, path: string, now: number, config: Config | undefined): StatusReport => {
+  const dayStart = now - (now % DAY_MS)
+
+  const stateRows = db
+    .prepare("SELECT strategy_id, strategy, version, paused_reason, updated_at FROM strategy_state ORDER BY strategy_id")
+    .all() as Array<{ strategy_id: string; strategy: string; version: string; paused_reason: string | null; updated_at: number }>
+  const stored = new Map(stateRows.map((row) => [row.strategy_id, row]))
+  const configured = new Map((config?.strategies ?? []).map((instance) => [instance.id, instance]))
+  const strategies: Array<StrategyStatus> = [...new Set([...configured.keys(), ...stored.keys()])].map((id) => {
+    const row = stored.get(id)
+    const instance = configured.get(id)
+    return {
+      id,
+      plugin: row?.strategy ?? instance?.strategy ?? null,
+      version: row?.version ?? null,
+      symbol: instance?.symbol ?? null,
+      configured: config === undefined ? null : instance !== undefined,
+      enabled: instance?.enabled ?? null,
+      paused: row?.paused_reason ?? null,
+      lastUpdate: iso(row?.updated_at ?? null)
+    }
+  })
+
+  const openOrders = (
+    db.prepare(`SELECT * FROM orders WHERE state NOT IN ${inList(TERMINAL_STATES)} ORDER BY created_at, order_id`).all() as Array<OrderRecord>
+  ).map((row): OpenOrderStatus => ({
+    strategy: row.strategy_id,
+    tag: row.tag,
+    origin: row.origin,
+    symbol: row.symbol,
+    side: row.side,
+    type: row.type,
+    baseQty: row.base_qty,
+    quoteOrderQty: row.quote_order_qty,
+    limitPrice: row.limit_price,
+    stopPrice: row.stop_price,
+    filledBaseQty: row.filled_base_qty,
+    state: row.state,
+    clientOrderId: row.client_order_id,
+    createdAt: iso(row.created_at)!
+  }))
+
+  const fills = db
+    .prepare(
+      `SELECT f.fill_id, f.client_order_id, o.strategy_id, o.tag, f.symbol, f.side, f.liquidity, f.price, f.base_qty, f.quote_qty,
+              f.fee, f.fee_asset, f.time
+       FROM fills f LEFT JOIN orders o ON o.client_order_id = f.client_order_id
+       ORDER BY f.time, f.fill_id`
+    )
+    .all() as Array<FillRecord>
+  const fillsToday = fills
+    .filter((fill) => fill.time >= dayStart)
+    .reverse()
+    .map((fill): FillStatus => ({
+      time: iso(fill.time)!,
+      fillId: fill.fill_id,
+      strategy: fill.strategy_id,
+      tag: fill.tag,
+      clientOrderId: fill.client_order_id,
+      symbol: fill.symbol,
+      side: fill.side,
+      liquidity: fill.liquidity,
+      price: fill.price,
+      baseQty: fill.base_qty,
+      quoteQty: fill.quote_qty,
+      fee: fill.fee,
+      feeAsset: fill.fee_asset
+    }))
+
+  // The database stores no market prices: the last fill of a symbol is the newest price it knows.
+  const lastFill = new Map<string, FillRecord>()
+  for (const fill of fills) lastFill.set(fill.symbol, fill)
+  const lastPrices = new Map([...lastFill].map(([symbol, fill]) => [symbol, new Decimal(fill.price)]))
+  const pairs = pairsFromFees(fills)
+
+  const byStrategy = new Map<string, Array<FillRecord>>()
+  for (const fill of fills) {
+    if (fill.strategy_id === null) continue
+    byStrategy.set(fill.strategy_id, [...(byStrategy.get(fill.strategy_id) ?? []), fill])
+  }
+  const pnl = [...byStrategy].sort(([a], [b]) => a.localeCompare(b)).map(([strategy, own]): PnlStatus => {
+    const all = portfolio(own.map(toPortfolioFill), pairs, lastPrices)
+    const before = portfolio(own.filter((f) => f.time < dayStart).map(toPortfolioFill), pairs, lastPrices)
+    return {
+      strategy,
+      fills: own.length,
+      fillsToday: own.filter((f) => f.time >= dayStart).length,
+      positions: all.positions.map((p) => ({ symbol: p.symbol, baseQty: p.baseQty.toFixed(), avgCost: p.avgCost.toFixed(), lastPrice: p.lastPrice?.toFixed() ?? null })),
+      realizedPnl: all.realizedPnl.toFixed(),
+      unrealizedPnl: all.unrealizedPnl.toFixed(),
+      fees: all.feesQuote.toFixed(),
+      netPnl: all.netPnl.toFixed(),
+      dayPnl: all.realizedPnl.minus(all.feesQuote).minus(before.realizedPnl.minus(before.feesQuote)).plus(all.unrealizedPnl).toFixed()
+    }
+  })
+
+  const sync = db.prepare("SELECT high_water_time, backfill_done, updated_at FROM sync_state WHERE stream = 'fills'").get() as
+    | { high_water_time: number | null; backfill_done: number; updated_at: number }
+    | undefined
+  const count = (sql: string): number => (db.prepare(sql).get() as { n: number }).n
+  // Reconciliation records its passes only in the log; its outcomes are order events.
+  const outcomeSql = `FROM order_events e JOIN orders o ON o.order_id = e.order_id
+    WHERE ((e.from_state = 'unknown' AND e.to_state IN ('accepted', 'not_placed')) OR (e.from_state IS NULL AND o.origin = 'external'))`
+  const last = db.prepare(`SELECT e.at, e.to_state, e.detail, o.client_order_id, o.origin ${outcomeSql} ORDER BY e.event_id DESC LIMIT 1`).get() as
+    | { at: number; to_state: string; detail: string | null; client_order_id: string | null; origin: string }
+    | undefined
+  const outcomeOf = (toState: string, origin: string): string => (origin === "external" ? "external" : toState === "not_placed" ? "not placed" : "adopted")
+
+  return {
+    database: path,
+    at: iso(now)!,
+    day: iso(dayStart)!.slice(0, 10),
+    strategies,
+    openOrders,
+    fillsToday,
+    pnl,
+    lastPrices: [...lastFill].map(([symbol, fill]) => ({ symbol, price: fill.price, source: "last fill", at: iso(fill.time)! })),
+    dailyLossLimit: config?.engine.risk.dailyLossLimit?.toFixed() ?? null,
+    reconciliation: {
+      lastFillSync: iso(sync?.updated_at ?? null),
+      newestFillTime: iso(sync?.high_water_time ?? null),
+      backfillDone: sync?.backfill_done === 1,
+      inDoubt: count(`SELECT count(*) AS n FROM orders WHERE state IN ('submitting', 'unknown')`),
+      lastOutcome:
+        last === undefined ? null : { at: iso(last.at)!, clientOrderId: last.client_order_id, outcome: outcomeOf(last.to_state, last.origin), detail: last.detail },
+      outcomes: {
+        adopted: count(`SELECT count(*) AS n ${outcomeSql} AND e.to_state = 'accepted' AND o.origin = 'journal'`),
+        notPlaced: count(`SELECT count(*) AS n ${outcomeSql} AND e.to_state = 'not_placed'`),
+        external: count(`SELECT count(*) AS n ${outcomeSql} AND o.origin = 'external'`)
+      },
+      note: "reconciliation passes are not recorded in the database; `reconcile.completed` log lines show each pass"
+    },
+    budget: {
+      recorded: false,
+      placementsToday: count(`SELECT count(*) AS n FROM orders WHERE origin = 'journal' AND sent_at >= ${dayStart}`),
+      note: "weight and order budgets are not recorded in the database; `heartbeat` and `budget.status` log lines show their use"
+    }
+  }
+}
+
+const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string | number | null>>): string => {
+  if (rows.length === 0) return "  (none)"
+  const cells = [headers, ...rows.map((row) => row.map((cell) => (cell === null ? "-" : String(cell))))]
+  const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? "").length)))
+  return cells.map((row) => `  ${row.map((cell, i) => (cell ?? "").padEnd(widths[i]!)).join("  ")}`.trimEnd()).join("\n")
+}
+
+/** The plain-text view: one titled table per section. */
+export const renderStatus = (report: StatusReport): string => {
+  const orderQty = (o: OpenOrderStatus) => o.baseQty ?? (o.quoteOrderQty === null ? null : `${o.quoteOrderQty} (quote)`)
+  const orderPrice = (o: OpenOrderStatus) => (o.stopPrice === null ? o.limitPrice : `${o.limitPrice ?? "-"} stop ${o.stopPrice}`)
+  const hidden = report.fillsToday.length - FILLS_SHOWN
+  const recon = report.reconciliation
+  const prices = report.lastPrices.map((p) => `${p.symbol} ${p.price} (${p.at})`).join(", ")
+  return [
+    `svcbot status  ${report.at}  database ${report.database}`,
+    "",
+    "Strategy instances",
+    table(
+      ["instance", "plugin", "version", "symbol", "state", "last update"],
+      report.strategies.map((s) => [
+        s.id,
+        s.plugin,
+        s.version,
+        s.symbol,
+        s.paused !== null ? `paused: ${s.paused}` : s.configured === false ? "not configured" : s.enabled === false ? "disabled" : s.lastUpdate === null ? "no state stored yet" : "not paused",
+        s.lastUpdate
+      ])
+    ),
+    "",
+    `Open orders (${report.openOrders.length})`,
+    table(
+      ["strategy", "tag", "symbol", "side", "type", "qty", "price", "filled", "state", "clientOrderId"],
+      report.openOrders.map((o) => [o.strategy ?? `(${o.origin})`, o.tag, o.symbol, o.side, o.type, orderQty(o), orderPrice(o), o.filledBaseQty, o.state, o.clientOrderId])
+    ),
+    "",
+    `Fills on ${report.day} (UTC): ${report.fillsToday.length}${hidden > 0 ? `, newest ${FILLS_SHOWN} shown (--json lists all)` : ""}`,
+    table(
+      ["time", "strategy", "tag", "symbol", "side", "price", "qty", "quote", "fee", "clientOrderId"],
+      report.fillsToday.slice(0, FILLS_SHOWN).map((f) => [f.time, f.strategy ?? "(external)", f.tag, f.symbol, f.side, f.price, f.baseQty, f.quoteQty, `${f.fee} ${f.feeAsset}`, f.clientOrderId])
+    ),
+    "",
+    "PnL per strategy (all its fills; quote asset)",
+    table(
+      ["strategy", "fills", "today", "position", "realized", "unrealized", "fees", "net", `day PnL${report.dailyLossLimit === null ? "" : ` (limit -${report.dailyLossLimit})`}`],
+      report.pnl.map((p) => [
+        p.strategy,
+        p.fills,
+        p.fillsToday,
+        p.positions.map((pos) => `${pos.symbol} ${pos.baseQty} @ ${pos.avgCost}`).join(", "),
+        p.realizedPnl,
+        p.unrealizedPnl,
+        p.fees,
+        p.netPnl,
+        p.dayPnl
+      ])
+    ),
+    `  Unrealized PnL is valued at each symbol's last fill price (the database stores no market prices)${prices === "" ? "." : `: ${prices}.`}`,
+    "",
+    "Reconciliation",
+    `  last fill sync     ${recon.lastFillSync ?? "never"} (newest fill ${recon.newestFillTime ?? "-"}${recon.backfillDone ? "" : ", history backfill not finished"})`,
+    `  in doubt now       ${recon.inDoubt} placement(s) sent whose outcome is not known yet`,
+    `  outcomes so far    adopted ${recon.outcomes.adopted}, not placed ${recon.outcomes.notPlaced}, external ${recon.outcomes.external}`,
+    `  last outcome       ${recon.lastOutcome === null ? "none" : `${recon.lastOutcome.at} ${recon.lastOutcome.outcome} ${recon.lastOutcome.clientOrderId ?? ""}`.trimEnd()}`,
+    `  note               ${recon.note}`,
+    "",
+    "Budgets",
+    `  placements sent today  ${report.budget.placementsToday}`,
+    `  ${report.budget.note}`
+  ].join("\n")
+}
+
+/** Opens the daemon's database read-only after checking it is one this svcbot can read. */
+const openReadOnly = (path: string): Either.Either<BetterSqlite3.Database, CliError> => {
+  if (!existsSync(path)) {
+    return Either.left(
+      usageError(
+        `no database at ${path}: start the daemon first (\`svcbot run\` creates it), or pass --db with the daemon's database file (its database.path or SVC_DATABASE_PATH)`
+      )
+    )
+  }
+  let db: BetterSqlite3.Database | undefined
+  try {
+    db = new BetterSqlite3(path, { readonly: true, fileMustExist: true })
+    // The daemon may hold the write lock for a moment; wait for it instead of failing.
+    db.pragma("busy_timeout = 5000")
+    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name))
+    const missing = REQUIRED_TABLES.filter((name) => !tables.has(name))
+    if (missing.length > 0) {
+      db.close()
+      return Either.left(usageError(`${path} is not an svcbot database, or one the daemon has not migrated yet (no table ${missing.join(", ")}): check --db, or start the daemon once`))
+    }
+    const knownVersion = readMigrations(DEFAULT_MIGRATIONS_DIR).reduce((max, m) => Math.max(max, m.version), 0)
+    const databaseVersion = (db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0
+    if (databaseVersion > knownVersion) {
+      db.close()
+      return Either.left(new CliError({ message: new DatabaseFromNewerVersion({ path, databaseVersion, knownVersion }).message, exitCode: 1 }))
+    }
+    return Either.right(db)
+  } catch (cause) {
+    db?.close()
+    return Either.left(new CliError({ message: `cannot read the database ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, exitCode: 1 }))
+  }
+}
+
+const options = {
+  config: Options.file("config").pipe(
+    Options.optional,
+    Options.withDescription("the daemon's JSON config: its database.path, its strategy instances and daily loss limit")
+  ),
+  db: Options.text("db").pipe(
+    Options.optional,
+    Options.withDescription(`the daemon's SQLite file (default: the config's database.path, else $SVC_DATABASE_PATH, else ${DEFAULT_DB})`)
+  ),
+  json: Options.boolean("json").pipe(Options.withDescription("print one JSON object"))
+}
+
+export const statusCommand = Command.make("status", options, (flags) =>
+  Effect.gen(function* () {
+    // Only a config named on the command line: the daemon's may not be the default one (compose runs config/compose.json).
+    const config = Option.isSome(flags.config)
+      ? yield* loadConfig(flags.config.value, process.env).pipe(Effect.mapError((error) => usageError(error.message)))
+      : undefined
+    const path = resolve(Option.getOrElse(flags.db, () => config?.database.path ?? process.env.SVC_DATABASE_PATH ?? DEFAULT_DB))
+    const report = yield* Effect.acquireUseRelease(
+      openReadOnly(path),
+      (db) => Effect.sync(() => readStatus(db, path, Date.now(), config)),
+      (db) => Effect.sync(() => db.close())
+    )
+    yield* Console.log(flags.json ? JSON.stringify(report) : renderStatus(report))
+  })
+).pipe(Command.withDescription("Show strategy instances, open orders, today's fills, PnL and reconciliation from the daemon's database"))
