@@ -147,7 +147,8 @@ const overhead = async () => {
 /** Readers against a venue with a short weight window; the venue's own books count what was charged and refused. */
 const saturation = async () => {
   const windowMs = 2000
-  const limit = 300
+  // Low enough that the readers are held by the budget, not by how fast one process can send.
+  const limit = 120
   const windows = 5
   const scope = Effect.runSync(Scope.make())
   const accounts = { ...devAccounts, limits: { ...devAccounts.limits, weightPerMinute: limit, weightWindowMs: windowMs } }

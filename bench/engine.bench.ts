@@ -21,6 +21,7 @@ import { SvcClient } from "../src/svc/SvcClient.js"
 import { defaultWeights, type Weights } from "../src/venue/Accounts.js"
 import type { VenueRequest } from "../src/venue/Venue.js"
 import { fundForFills, makeFills } from "../test/chaos/fixtures/fills.js"
+import { admin } from "../test/chaos/verify.js"
 import { clientLayer, fillSyncLayer, tempDbPath, type VenueKey } from "../test/integration/engine-harness.js"
 import { startVenue, type TestVenue } from "../test/support/venue.js"
 
@@ -58,7 +59,7 @@ const meterWeights = (venue: TestVenue) => {
 }
 
 const newKey = async (venue: TestVenue): Promise<VenueKey> => {
-  const key = await venue.admin("POST", "/_venue/keys", { uid: venue.uid, permissions: ["read", "trade"] })
+  const key = await admin(venue, "POST", "/_venue/keys", { uid: venue.uid, permissions: ["read", "trade"] })
   return { url: venue.url, keyId: key.id as string, secret: key.secret as string }
 }
 
@@ -121,7 +122,7 @@ const restingBuys = (prefix: string, count: number): Array<PlaceIntent> =>
 
 /** Orders rest REST_MS, then the tape crosses them all and they fill. */
 const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) => number) => {
-  await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+  await admin(venue, "POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
   const naiveKey = await newKey(venue)
   const client = ManagedRuntime.make(
     SvcClient.layerWith({
@@ -143,7 +144,7 @@ const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) =>
         const round = Date.now()
         if (!crossed && round - started >= REST_MS) {
           crossed = true
-          yield* Effect.promise(() => venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "58000" }))
+          yield* Effect.promise(() => admin(venue, "POST", "/_venue/tape", { symbol: "BTCUSDT", price: "58000" }))
         }
         yield* Effect.forEach([...open], (id) =>
           svc.orderStatus(id).pipe(Effect.tap((s) => Effect.sync(() => ["fill", "rejected", "cancelled"].includes(s.kind) && open.delete(id)))),
@@ -155,7 +156,7 @@ const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) =>
     })
   )
   await client.dispose()
-  await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+  await admin(venue, "POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
 
   const engineKey = await newKey(venue)
   const db = tempDbPath()
@@ -169,7 +170,7 @@ const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) =>
     await waitFor(async () => {
       if (!crossed && Date.now() - started >= REST_MS) {
         crossed = true
-        await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "58000" })
+        await admin(venue, "POST", "/_venue/tape", { symbol: "BTCUSDT", price: "58000" })
       }
       const open = await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.unfinished))
       return open.length === 0
@@ -179,7 +180,7 @@ const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) =>
   } finally {
     await runtime.dispose()
     db.cleanup()
-    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+    await admin(venue, "POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
   }
 }
 

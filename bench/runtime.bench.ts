@@ -13,7 +13,7 @@
  *    the figure is the RSS at the end against the RSS at five minutes.
  *
  *   npx tsx bench/runtime.bench.ts
- *   BENCH_HOST_EVENTS=5000 BENCH_SIM_MINUTES=30 npx tsx bench/runtime.bench.ts
+ *   BENCH_HOST_EVENTS=5000 BENCH_SIM_MINUTES=30 BENCH_TICK_MS=20 npx tsx bench/runtime.bench.ts
  */
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -201,7 +201,9 @@ const memoryRun = async () => {
       samples.push({ simMinutes: minute, wallSeconds: seconds(ready), rssKb })
     }
     const stopping = process.hrtime.bigint()
-    const code = await Promise.race([exited, pause(60_000).then(() => "timeout" as const)])
+    let overdue: NodeJS.Timeout | undefined
+    const code = await Promise.race([exited, new Promise<string>((done) => { overdue = setTimeout(() => done("no exit within 60 s"), 60_000) })])
+    clearTimeout(overdue)
     const stopSeconds = seconds(stopping)
     if (code !== 0) throw new Error(`the daemon ended with ${code}: ${stderr}${stdout.slice(-2000)}`)
     const db = new BetterSqlite3(dbPath, { readonly: true })
@@ -217,6 +219,7 @@ const memoryRun = async () => {
 const memory = await memoryRun()
 const first = memory.samples[0]!
 const last = memory.samples[memory.samples.length - 1]!
+const middle = memory.samples[Math.floor((memory.samples.length - 1) / 2)]!
 const peak = Math.max(...memory.samples.map((s) => s.rssKb))
 const mib = (kb: number) => (kb / 1024).toFixed(1)
 process.stdout.write(
@@ -227,8 +230,9 @@ process.stdout.write(
     `(start-up to ready ${memory.startSeconds.toFixed(1)} s, last sample to exit ${memory.stopSeconds.toFixed(1)} s)`,
     `${"simulated min".padStart(14)}${"wall s".padStart(9)}${"RSS MiB".padStart(10)}${"vs 5 min".padStart(10)}`,
     ...memory.samples.map((s) => `${String(s.simMinutes).padStart(14)}${s.wallSeconds.toFixed(1).padStart(9)}${mib(s.rssKb).padStart(10)}${(s.rssKb / first.rssKb).toFixed(3).padStart(10)}`),
-    `end vs ${first.simMinutes} min: ${(last.rssKb / first.rssKb).toFixed(3)}, peak vs ${first.simMinutes} min: ${(peak / first.rssKb).toFixed(3)};` +
-      ` the run journaled ${memory.activity.intents} intents, ${memory.activity.orders} orders, ${memory.activity.fills} fills`,
+    `end vs ${first.simMinutes} min: ${(last.rssKb / first.rssKb).toFixed(3)}, end vs ${middle.simMinutes} min: ${(last.rssKb / middle.rssKb).toFixed(3)},` +
+      ` peak vs ${first.simMinutes} min: ${(peak / first.rssKb).toFixed(3)}`,
+    `the run journaled ${memory.activity.intents} intents, ${memory.activity.orders} orders, ${memory.activity.fills} fills`,
     ""
   ].join("\n")
 )
@@ -256,6 +260,8 @@ process.stdout.write(
       rssKbAt5Min: first.rssKb,
       rssKbAtEnd: last.rssKb,
       endRatioTo5Min: last.rssKb / first.rssKb,
+      endRatioToMiddle: last.rssKb / middle.rssKb,
+      middleSimMinutes: middle.simMinutes,
       peakRatioTo5Min: peak / first.rssKb,
       samples: memory.samples,
       activity: memory.activity

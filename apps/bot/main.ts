@@ -1,9 +1,10 @@
 /** svcbot: the trading daemon and its tools. Only composes commands from src/. */
 import { Command } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Console, Effect } from "effect"
+import { Console, Effect, Layer } from "effect"
 import { backtestCommand, promoteCommand, promotionsCommand } from "../../src/cli/backtest.js"
 import { CliError } from "../../src/cli/errors.js"
+import * as Log from "../../src/log/Logger.js"
 import { runCommand } from "../../src/cli/run.js"
 import { signCommand } from "../../src/cli/sign.js"
 import { statusCommand } from "../../src/cli/status.js"
@@ -21,7 +22,8 @@ cli(process.argv).pipe(
     (error): error is CliError => error instanceof CliError,
     (error) => Console.error(`svcbot: ${error.message}`).pipe(Effect.andThen(() => { process.exitCode = error.exitCode }))
   ),
-  Effect.provide(NodeContext.layer),
+  // Commands log through pino; `run` installs its own configured logger over this one.
+  Effect.provide(Layer.merge(NodeContext.layer, Log.layer())),
   // Log lines go through pino (src/log); the runtime's own pretty logger would print each twice.
   (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
 )

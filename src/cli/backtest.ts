@@ -15,6 +15,7 @@ import { fillToJson, metricsFromJson, metricsToJson } from "../backtest/Metrics.
 import { metricRows, renderReport } from "../backtest/Report.js"
 import { parseGrid, rank, rankedCsv, runSweep, type SweepResult } from "../backtest/Sweep.js"
 import { loadConfig } from "../config/Load.js"
+import { parse } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
 import { decodeGates, defaultGates, type PromotionGates } from "../promotion/Gates.js"
 import { canonicalParams, paramsHash, sourceHashOfFile } from "../promotion/Hash.js"
@@ -201,19 +202,7 @@ const sweep = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob, gridPath: 
       Effect.sync(() =>
         db.transaction(() => {
           for (const result of results) {
-            if (result.metrics === undefined) continue
-            const params = JSON.parse(result.params) as unknown
-            recordRun(db, {
-              kind: "backtest",
-              strategy: job.definition.name,
-              sourceHash,
-              paramsHash: paramsHash(params),
-              params: result.params,
-              symbol: job.pair.symbol,
-              dataSource: describeData(spec.data),
-              metrics: metricsFromJson(result.metrics),
-              recordedAtMs: Date.now()
-            })
+            if (result.metrics !== undefined) recordBacktest(db, job, sourceHash, parse(result.params), metricsFromJson(result.metrics))
           }
         })()
       )

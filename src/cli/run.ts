@@ -97,6 +97,8 @@ export const runCommand = Command.make("run", options, (flags) =>
       Effect.scoped,
       Effect.tap(() => Log.logEvent("app.stopped", { exitCode: 0 })),
       Effect.tapError((error) => Log.logEvent("app.stopped", { exitCode: error.exitCode, error: error.message })),
+      // A signal interrupts the daemon: teardown has run by now, and the stop is a clean one.
+      Effect.onInterrupt(() => Log.logEvent("app.stopped", { exitCode: 0, reason: "signal" })),
       Effect.mapError((error: StartupError) => new CliError({ message: error.message, exitCode: error.exitCode })),
       Effect.provide(logging)
     )

@@ -440,7 +440,7 @@ export const statusCommand = Command.make("status", options, (flags) =>
     const config = Option.isSome(flags.config)
       ? yield* loadConfig(flags.config.value, process.env).pipe(Effect.mapError((error) => usageError(error.message)))
       : undefined
-    const path = resolve(Option.getOrElse(flags.db, () => config?.database.path ?? process.env.SVC_DATABASE_PATH ?? DEFAULT_DB))
+    const path = resolve(Option.getOrElse(flags.db, () => config?.database.path ?? (process.env.SVC_DATABASE_PATH || DEFAULT_DB)))
     const report = yield* Effect.acquireUseRelease(
       openReadOnly(path),
       (db) => Effect.sync(() => readStatus(db, path, Date.now(), config)),

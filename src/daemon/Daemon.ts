@@ -271,7 +271,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         if (refusal === undefined) continue
         yield* logEvent("strategy.demoted", { strategy: instance.id, reason: refusal, accepted: options.acceptUnpromoted })
         if (!options.acceptUnpromoted) {
-          return yield* new StartupError({ message: `strategy ${instance.id} may not trade live: ${refusal} (promote it with \`svcbot promote ${instance.id} --to live\`)`, exitCode: 2 })
+          return yield* new StartupError({ message: `strategy ${instance.id} may not trade live: ${refusal} (promote it with \`svcbot promote ${instance.id} --to live --config FILE\`)`, exitCode: 2 })
         }
       }
     }

@@ -3,7 +3,7 @@
  * pair rules (exchange-info, cached and refreshed), last prices, spot balances.
  * Reads go through the client at the lowest priorities its budget governor has.
  */
-import { Clock, Effect, Ref } from "effect"
+import { Clock, Effect, FiberSet, Ref } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { logEvent } from "../log/Logger.js"
 import type { SvcError } from "../svc/Errors.js"
@@ -23,7 +23,7 @@ export interface BalanceSnapshot {
 }
 
 export class Market extends Effect.Service<Market>()("svcbot/Market", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const client = yield* SvcClient
     const settings = (yield* EngineSettings).market
     const pairs = yield* Ref.make<{ readonly at: number; readonly bySymbol: ReadonlyMap<string, PairRules> }>({
@@ -32,6 +32,24 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
     })
     const prices = yield* Ref.make<ReadonlyMap<string, { readonly price: Decimal; readonly at: number }>>(new Map())
     const balances = yield* Ref.make<BalanceSnapshot>({ at: Number.NEGATIVE_INFINITY, byAsset: new Map() })
+    // Stale values are refreshed in the background: a strategy's submit never waits on a read.
+    const refreshes = yield* FiberSet.make()
+    const refreshing = new Set<string>()
+    const refreshInBackground = (what: string, refresh: Effect.Effect<unknown, SvcError>) =>
+      refreshing.has(what)
+        ? Effect.void
+        : Effect.sync(() => refreshing.add(what)).pipe(
+            Effect.zipRight(
+              FiberSet.run(
+                refreshes,
+                refresh.pipe(
+                  Effect.catchAll((error) => logEvent("request.failed", { what, error: error.message })),
+                  Effect.ensuring(Effect.sync(() => refreshing.delete(what)))
+                )
+              )
+            ),
+            Effect.asVoid
+          )
 
     const refreshPairs: Effect.Effect<ReadonlyMap<string, PairRules>, SvcError> = Effect.gen(function* () {
       const list = yield* client.exchangeInfo()
@@ -75,25 +93,34 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
         )
       }),
       refreshPairs,
-      /** The last price, fetched again when older than `priceMaxAgeMs`; undefined when it cannot be read. */
+      /**
+       * The last price; one older than `priceMaxAgeMs` is returned as is and refreshed in the
+       * background. Only a symbol never priced waits for the service; undefined when it cannot be read.
+       */
       lastPrice: (symbol: string): Effect.Effect<Decimal | undefined> =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const cached = (yield* Ref.get(prices)).get(symbol)
-          if (cached !== undefined && now - cached.at < settings.priceMaxAgeMs) return cached.price
+          if (cached !== undefined) {
+            if (now - cached.at >= settings.priceMaxAgeMs) yield* refreshInBackground(`ticker ${symbol}`, fetchPrice(symbol))
+            return cached.price
+          }
           return yield* fetchPrice(symbol).pipe(
             Effect.catchAll((error) =>
-              logEvent("request.failed", { what: "ticker", symbol, error: error.message }).pipe(Effect.as(cached?.price))
+              logEvent("request.failed", { what: "ticker", symbol, error: error.message }).pipe(Effect.as(undefined))
             )
           )
         }),
       /** Last prices seen so far, without asking the service. */
       knownPrices: Ref.get(prices).pipe(Effect.map((m) => new Map([...m].map(([symbol, p]) => [symbol, p.price])))),
-      /** Spot balances, read again when older than `balancesRefreshMs`; the cached ones on a failed read. */
+      /** Spot balances; older than `balancesRefreshMs` they are refreshed in the background. Only the first read waits. */
       balances: Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const cached = yield* Ref.get(balances)
-        if (now - cached.at < settings.balancesRefreshMs) return cached
+        if (cached.at > Number.NEGATIVE_INFINITY) {
+          if (now - cached.at >= settings.balancesRefreshMs) yield* refreshInBackground("wallet", refreshBalances)
+          return cached
+        }
         return yield* refreshBalances.pipe(
           Effect.catchAll((error) => logEvent("request.failed", { what: "wallet", error: error.message }).pipe(Effect.as(cached)))
         )

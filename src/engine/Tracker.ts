@@ -8,7 +8,7 @@ import { Clock, Effect } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { isOrderEvent, type OrderEvent } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
-import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import { OrderKind } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
@@ -44,8 +44,11 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         ? now + settings.fastPollMs
         : now + settings.restingPollMs
 
-    /** Applies one observation of an order's kind and progress. */
-    const observe = (row: OrderRow, status: ObservedStatus) =>
+    /**
+     * Applies one observation of an order's kind and progress. A change of state is written
+     * at once; a mere new poll time goes to `reschedule`, written for the whole poll in one transaction.
+     */
+    const observe = (row: OrderRow, status: ObservedStatus, reschedule: Array<readonly [number, OrderPatch]>) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const schedule = { nextPollAt: nextPoll(row, now), polls: row.polls + 1 }
@@ -55,7 +58,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
             unknownKindsLogged.add(key)
             yield* logEvent("order.kind-unknown", { clientOrderId: row.clientOrderId, kind: status.kind })
           }
-          yield* journal.update(row.orderId, schedule, now)
+          reschedule.push([row.orderId, schedule])
           return
         }
         const event = status.kind as OrderEvent
@@ -67,24 +70,24 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           ...(status.avgPrice === undefined ? {} : { avgPrice: status.avgPrice }),
           ...(status.code === undefined ? {} : { code: status.code })
         }
-        const moved =
-          status.kind === row.state && !progressed
-            ? yield* journal.update(row.orderId, schedule, now)
-            : isOrderEvent(event)
-              ? yield* execution.move(row.orderId, event, patch)
-              : undefined
+        if (status.kind === row.state && !progressed) {
+          reschedule.push([row.orderId, schedule])
+          if (row.cancelRequested) yield* execution.sendCancel(row)
+          return
+        }
+        const moved = isOrderEvent(event) ? yield* execution.move(row.orderId, event, patch) : undefined
         if (progressed) yield* bus.triggerFillSync
         if (moved !== undefined && moved.cancelRequested && moved.terminalAt === null) yield* execution.sendCancel(moved)
       })
 
-    const pollStatus = (row: OrderRow) =>
+    const pollStatus = (row: OrderRow, reschedule: Array<readonly [number, OrderPatch]>) =>
       client.orderStatus(row.clientOrderId!).pipe(
-        Effect.flatMap((status) => observe(row, status)),
+        Effect.flatMap((status) => observe(row, status, reschedule)),
         Effect.catchAll((error) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             yield* logEvent("request.failed", { what: "order status", clientOrderId: row.clientOrderId, error: error.message })
-            yield* journal.update(row.orderId, { nextPollAt: now + settings.restingPollMs }, now)
+            reschedule.push([row.orderId, { nextPollAt: now + settings.restingPollMs }])
           })
         )
       )
@@ -94,6 +97,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
       const live = (yield* journal.inStates(["accepted", "pending", "resting"])).filter((o) => o.clientOrderId !== null)
       const due = live.filter((o) => (o.nextPollAt ?? 0) <= now)
       if (due.length === 0) return { due: 0, statusCalls: 0, openOrdersCalls: 0 }
+      const reschedule: Array<readonly [number, OrderPatch]> = []
       let inDoubt: ReadonlyArray<OrderRow> = due
       let openOrdersCalls = 0
       // One open-orders answer covers every live order; observing them all lines their polls up for the next batch.
@@ -104,19 +108,19 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
           for (const row of live) {
             const seen = byId.get(row.clientOrderId!)
-            if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty })
+            if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty }, reschedule)
           }
           // Missing from the list: finished, or not listed yet; only a status call tells which.
           inDoubt = due.filter((row) => !byId.has(row.clientOrderId!))
         }
       }
-      yield* Effect.forEach(inDoubt, pollStatus, { concurrency: settings.concurrency, discard: true })
+      yield* Effect.forEach(inDoubt, (row) => pollStatus(row, reschedule), { concurrency: settings.concurrency, discard: true })
+      yield* journal.updateMany(reschedule, yield* Clock.currentTimeMillis)
       return { due: due.length, statusCalls: inDoubt.length, openOrdersCalls }
     })
 
     return {
       pollOnce,
-      observe,
       loop: Effect.gen(function* () {
         for (;;) {
           yield* Effect.race(bus.awaitTrackerWake, Effect.sleep(settings.tickMs))

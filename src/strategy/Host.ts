@@ -167,7 +167,7 @@ export const runInstance = (
         Effect.sync(() =>
           scheduleCron(expression, (context) => {
             Queue.unsafeOffer(queue, { _tag: "Timer", event: { name: SCHEDULE_TIMER, scheduledAt: context.date.getTime() } })
-          }, { name: `strategy:${spec.id}` })
+          }, { name: `strategy:${spec.id}`, timezone: "UTC" })
         ),
         (task) => Effect.promise(async () => { await task.destroy() })
       )

@@ -132,6 +132,11 @@ class WindowCount {
     return Math.floor(serverMs / this.windowMs)
   }
 
+  /** The window a request sent now counts against: inside the guard the old one, unless an answer already came from the new one. */
+  bindingWindow(now: number, guardMs: number): number {
+    return Math.max(this.windowOf(now - guardMs), Math.min(this.window, this.windowOf(now)))
+  }
+
   usedIn(window: number): number {
     if (window < this.window) return Number.POSITIVE_INFINITY
     if (window > this.window) return 0
@@ -262,9 +267,7 @@ export class Governor {
       return { _tag: "Refuse", error: new RateLimited({ endpoint, bucket: "orders-1d", retryAfter: Math.ceil(((this.heldUntil.get("orders1d") ?? 0) - now) / 1000) }) }
     }
 
-    const guarded = now - this.options.windowGuardMs
-    // Inside the guard the old window still binds, unless an answer already came from the new one.
-    const window = Math.max(this.weight.windowOf(guarded), Math.min(this.weight.window, this.weight.windowOf(now)))
+    const window = this.weight.bindingWindow(now, this.options.windowGuardMs)
     const nextWindowAt = (window + 1) * this.weight.windowMs + this.options.windowGuardMs
     // Until the first answer tells the limit, requests go one at a time.
     if (this.weight.limit === undefined) {
@@ -282,12 +285,12 @@ export class Governor {
     if (!fits) return { _tag: "Wait", untilMs: nextWindowAt, reason: "weight" }
 
     if (demand.placement) {
-      const orderWindow = Math.max(this.orders10s.windowOf(guarded), Math.min(this.orders10s.window, this.orders10s.windowOf(now)))
+      const orderWindow = this.orders10s.bindingWindow(now, this.options.windowGuardMs)
       const limit10s = this.orders10s.limit
       if (limit10s !== undefined && this.orders10s.usedIn(orderWindow) + this.inFlightOrders + 1 > limit10s) {
         return { _tag: "Wait", untilMs: (orderWindow + 1) * this.orders10s.windowMs + this.options.windowGuardMs, reason: "orders10s" }
       }
-      const dayWindow = this.orders1d.windowOf(guarded)
+      const dayWindow = this.orders1d.bindingWindow(now, this.options.windowGuardMs)
       const limit1d = this.orders1d.limit
       if (limit1d !== undefined && this.orders1d.usedIn(dayWindow) + this.inFlightOrders + 1 > limit1d) {
         const nextDay = (dayWindow + 1) * DAY_MS

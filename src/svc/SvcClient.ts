@@ -131,6 +131,8 @@ interface Call<A> {
   readonly query?: ReadonlyArray<readonly [string, string | number | undefined]>
   readonly body?: Readonly<Record<string, unknown>>
   readonly kind: Kind
+  /** The order type of a placement, for PlacementOutcomeUnknown. */
+  readonly orderType?: PlacementRequest["type"]
   readonly priority: Priority
   /** Reads a successful answer; `sentAtMs` is the server-clock time the answered attempt was sent. */
   readonly decode: (json: unknown, sentAtMs: number) => Either.Either<A, DecodeError>
@@ -205,7 +207,9 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           const sent = yield* http.execute(request).pipe(
             Effect.flatMap((response) => Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))),
             Effect.timeoutFail({ duration: requestTimeoutMs, onTimeout: () => "timeout" as const }),
-            Effect.either
+            Effect.either,
+            // A caller that gives up must not leave the request counted in flight forever.
+            Effect.onInterrupt(() => (ticket === undefined ? Effect.void : budget.settle(ticket, { _tag: "Lost" })))
           )
           if (Either.isLeft(sent)) {
             if (ticket !== undefined) yield* budget.settle(ticket, { _tag: "Lost" })
@@ -253,7 +257,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           const unknownPlacement = (reason: PlacementOutcomeUnknown["reason"], detail: string, sentAtMs: number) =>
             new PlacementOutcomeUnknown({
               endpoint: call.path,
-              request: placementRequestOf(call.path === dialect.paths.limitOrder ? "limit" : call.path === dialect.paths.marketOrder ? "market" : "stop-limit", call.body ?? {}),
+              request: placementRequestOf(call.orderType ?? "limit", call.body ?? {}),
               sentAtMs,
               reason,
               detail
@@ -324,19 +328,30 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const publicRead = <A>(path: string, decode: Call<A>["decode"], query: NonNullable<Call<A>["query"]>): Effect.Effect<A, SvcError> =>
         notPlacement(run({ method: "GET", path, kind: "public", priority: "marketData", decode, query }))
 
-      const place = (path: string, body: Readonly<Record<string, unknown>>): Effect.Effect<Accepted, SvcError | PlacementOutcomeUnknown> => {
-        const decode = decoderFor(PlacementAnswer, path)
+      const paths = dialect.paths
+      const placementDecoders = {
+        limit: decoderFor(PlacementAnswer, paths.limitOrder),
+        market: decoderFor(PlacementAnswer, paths.marketOrder),
+        "stop-limit": decoderFor(PlacementAnswer, paths.stopLimitOrder)
+      } as const
+
+      const place = (
+        orderType: PlacementRequest["type"],
+        path: string,
+        body: Readonly<Record<string, unknown>>
+      ): Effect.Effect<Accepted, SvcError | PlacementOutcomeUnknown> => {
+        const decode = placementDecoders[orderType]
         return run({
           method: "POST",
           path,
           body,
           kind: "placement",
+          orderType,
           priority: "place",
           decode: (json, sentAtMs) => Either.map(decode(json), (answer): Accepted => ({ clientOrderId: answer.clientOrderId, status: answer.status, sentAtMs }))
         })
       }
 
-      const paths = dialect.paths
       const decodeSpot = decoderFor(WalletRowList, paths.walletsSpot)
       const decodeFunding = decoderFor(FundingRowList, paths.walletsFunding)
       const decodeOpenOrders = decoderFor(OpenOrderList, paths.openOrders)
@@ -399,16 +414,17 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           read(paths.orderStatus, "status", decodeStatus, [["clientOrderId", clientOrderId]]),
 
         placeLimit: (order: LimitOrder) =>
-          place(paths.limitOrder, { symbol: order.symbol, side: order.side, baseQty: order.baseQty, limitPrice: order.limitPrice }),
+          place("limit", paths.limitOrder, { symbol: order.symbol, side: order.side, baseQty: order.baseQty, limitPrice: order.limitPrice }),
         placeMarket: (order: MarketOrder) =>
           place(
+            "market",
             paths.marketOrder,
             order.side === "buy"
               ? { symbol: order.symbol, side: order.side, quoteOrderQty: order.quoteOrderQty, maxSlippageBps: order.maxSlippageBps }
               : { symbol: order.symbol, side: order.side, baseQty: order.baseQty, maxSlippageBps: order.maxSlippageBps }
           ),
         placeStopLimit: (order: StopLimitOrder) =>
-          place(paths.stopLimitOrder, {
+          place("stop-limit", paths.stopLimitOrder, {
             symbol: order.symbol,
             side: order.side,
             baseQty: order.baseQty,

@@ -441,11 +441,9 @@ export class Venue {
     if (fault !== undefined) return failure(fault, VenueCode.serviceUnavailable, "the service is temporarily unavailable; try again later")
     if (request.body === undefined) return failure(413, VenueCode.payloadTooLarge, `the body exceeds ${MAX_BODY_BYTES} bytes`)
     const query = at === -1 ? "" : request.target.slice(at + 1)
-    if (this.publicPaths.has(path)) {
-      return request.method === "GET" ? this.publicRoute(path, new URLSearchParams(query)) : this.notPermitted("website")
-    }
+    if (request.method === "GET" && this.publicPaths.has(path)) return this.publicRoute(path, new URLSearchParams(query))
     const route = this.routes.get(`${request.method} ${path}`)
-    if (route === undefined) return this.notPermitted("website")
+    if (route === undefined) return this.withBudget(this.notPermitted("website"), header(request, "x-svc-apikey"), nowMs)
     return this.keyRequest(request, route, query, nowMs)
   }
 
@@ -456,7 +454,7 @@ export class Venue {
   private keyRequest(request: VenueRequest, route: KeyRoute, query: string, nowMs: number): VenueAnswer {
     const keyId = header(request, "x-svc-apikey")
     if (header(request, "authorization") !== undefined && keyId !== undefined) {
-      return failure(400, ErrorCode.apiKeyMalformed, "send either an Authorization header or the X-SVC key headers, not both")
+      return this.withBudget(failure(400, ErrorCode.apiKeyMalformed, "send either an Authorization header or the X-SVC key headers, not both"), keyId, nowMs)
     }
     const address = normalizeAddress(request.remoteAddress)
     const subjects = keyId === undefined ? [`ip:${address}`] : [`ip:${address}`, `key:${keyId}`]
@@ -505,20 +503,20 @@ export class Venue {
   }
 
   private authenticate(request: VenueRequest, keyId: string | undefined, address: string, nowMs: number): AuthResult {
-    const invalidKey: AuthResult = { ok: false, failed: true, answer: failure(401, ErrorCode.apiKeyInvalid, "the API key, its signature or the request body is not valid") }
+    const invalidKey = (): AuthResult => ({ ok: false, failed: true, answer: failure(401, ErrorCode.apiKeyInvalid, "the API key, its signature or the request body is not valid") })
     const timestamp = header(request, "x-svc-timestamp")
     const recvWindow = header(request, "x-svc-recv-window")
     const presented = header(request, "x-svc-signature")
-    if (keyId === undefined || timestamp === undefined || recvWindow === undefined || presented === undefined) return invalidKey
+    if (keyId === undefined || timestamp === undefined || recvWindow === undefined || presented === undefined) return invalidKey()
     const body = request.body ?? new Uint8Array(0)
-    if (body.length > 0 && !isJsonUtf8(header(request, "content-type"))) return invalidKey
-    if (body.length > 0 && !isUtf8(body)) return invalidKey
+    if (body.length > 0 && !isJsonUtf8(header(request, "content-type"))) return invalidKey()
+    if (body.length > 0 && !isUtf8(body)) return invalidKey()
     const key = this.accounts.key(keyId)
-    if (key === undefined || key.revoked) return invalidKey
-    if (key.expiresAtMs !== undefined && nowMs >= key.expiresAtMs) return invalidKey
-    if (key.whitelist.size > 0 && !key.whitelist.has(address)) return invalidKey
+    if (key === undefined || key.revoked) return invalidKey()
+    if (key.expiresAtMs !== undefined && nowMs >= key.expiresAtMs) return invalidKey()
+    if (key.whitelist.size > 0 && !key.whitelist.has(address)) return invalidKey()
     const canonical = { method: request.method, target: request.target, timestamp, recvWindow, body }
-    if (!verifySignature(key.secret, canonical, presented)) return invalidKey
+    if (!verifySignature(key.secret, canonical, presented)) return invalidKey()
     const stale = (reason: string, msg: string): AuthResult => ({
       ok: false,
       failed: false,
@@ -535,8 +533,9 @@ export class Venue {
     return { ok: true, key, signature: presented, timestampMs: ts }
   }
 
-  /** Every answer to a key-signed request reports the key's budgets. */
+  /** Every answer to a request carrying a key id reports the key's budgets (zeros for an unknown key). */
   private withBudget(result: VenueAnswer, keyId: string | undefined, nowMs: number): VenueAnswer {
+    if (keyId === undefined) return result
     const known = keyId !== undefined && this.accounts.key(keyId) !== undefined ? keyId : undefined
     const report: BudgetReport = this.limits.report(known, nowMs)
     const h = this.budgetHeaders

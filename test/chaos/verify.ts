@@ -8,6 +8,15 @@ import BetterSqlite3 from "better-sqlite3"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { TestVenue } from "../support/venue.js"
 
+/**
+ * An admin call, tried again once when a kept-alive connection was reset: the venue
+ * closes idle connections, and a request can race that close after a long quiet phase.
+ */
+export const admin = (venue: TestVenue, method: string, path: string, body?: unknown): Promise<any> =>
+  venue.admin(method, path, body).catch((error: unknown) =>
+    (error as { code?: string }).code === "ECONNRESET" ? venue.admin(method, path, body) : Promise.reject(error)
+  )
+
 export const START_BALANCES: Readonly<Record<string, string>> = { USDT: "100000", BTC: "2", ETH: "20" }
 const PAIRS: Readonly<Record<string, readonly [string, string]>> = { BTCUSDT: ["BTC", "USDT"], ETHUSDT: ["ETH", "USDT"] }
 
@@ -62,9 +71,9 @@ export const verify = async (venue: TestVenue, dbPath: string): Promise<Verdict>
       db.prepare("SELECT COUNT(DISTINCT order_id) AS n FROM order_events WHERE from_state = 'unknown' AND to_state = 'accepted'").get() as { n: number }
     ).n
     const ledger = db.prepare("SELECT * FROM fills").all() as Array<FillRowRaw>
-    const venueOrders = (await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<{ clientOrderId: string }>
-    const venueFills = (await venue.admin("GET", `/_venue/fills?uid=${venue.uid}`)).fills as Array<Record<string, string | number | null>>
-    const accounts = (await venue.admin("GET", "/_venue/accounts")).accounts as Array<{
+    const venueOrders = (await admin(venue, "GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<{ clientOrderId: string }>
+    const venueFills = (await admin(venue, "GET", `/_venue/fills?uid=${venue.uid}`)).fills as Array<Record<string, string | number | null>>
+    const accounts = (await admin(venue, "GET", "/_venue/accounts")).accounts as Array<{
       uid: number
       balances: Array<{ asset: string; free: string; locked: string }>
     }>

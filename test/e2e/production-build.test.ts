@@ -110,7 +110,7 @@ describe("the production build", () => {
     expect(shown.code).toBe(0)
     expect((JSON.parse(shown.stdout) as { database: string }).database).toBe(dbPath)
 
-    // A stop by signal is a clean stop, and the log says so last.
+    // A stop by signal is a clean stop, and the log says so.
     expect(events.find((e) => e.event === "app.stopped")).toMatchObject({ exitCode: 0 })
   }, 300_000)
 })

@@ -5,7 +5,7 @@
  * hand, whose every figure is known.
  */
 import { execFile, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import BetterSqlite3 from "better-sqlite3"
@@ -28,12 +28,20 @@ const status = (args: ReadonlyArray<string>): Promise<{ code: number; stdout: st
   })
 
 const daemons: Array<ReturnType<typeof spawn>> = []
+const dirs: Array<string> = []
 afterAll(() => {
   for (const child of daemons) if (child.exitCode === null) child.kill("SIGKILL")
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
+const tempDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), "svcbot-status-"))
+  dirs.push(dir)
+  return dir
+}
+
 /** `svcbot run` for `runFor`; resolves `ready` at its `config.loaded` line and `exit` with its exit code. */
-const runDaemon = (dbPath: string, runFor: string) => {
+const startDaemon = (dbPath: string, runFor: string) => {
   const child = spawn(process.execPath, [BIN, "run", "--config", "config/default.json", "--for", runFor], {
     cwd: ROOT,
     env: { ...ENV, SVC_DATABASE_PATH: dbPath },
@@ -74,8 +82,8 @@ const fillsOf = (dbPath: string): Array<FillRow> => {
 
 describe("svcbot status", () => {
   it("shows the default instances, open orders, fills and PnL of a daemon's database, while it runs and after", async () => {
-    const dbPath = join(mkdtempSync(join(tmpdir(), "svcbot-status-")), "svcbot.db")
-    const daemon = runDaemon(dbPath, "12s")
+    const dbPath = join(tempDir(), "svcbot.db")
+    const daemon = startDaemon(dbPath, "12s")
     await daemon.ready
 
     // Beside the running daemon: read-only, it neither blocks the writer nor fails on the lock.
@@ -126,7 +134,7 @@ describe("svcbot status", () => {
   }, 180_000)
 
   it("a missing database is a usage error naming the path and the fix", async () => {
-    const missing = join(mkdtempSync(join(tmpdir(), "svcbot-status-")), "nowhere.db")
+    const missing = join(tempDir(), "nowhere.db")
     const result = await status(["--db", missing])
     expect(result.code).toBe(2)
     expect(result.stdout).toBe("")
@@ -141,7 +149,7 @@ describe("the status of a known ledger", () => {
   const DAY = Date.UTC(2026, 10, 22)
 
   const ledger = (): string => {
-    const path = join(mkdtempSync(join(tmpdir(), "svcbot-status-")), "svcbot.db")
+    const path = join(tempDir(), "svcbot.db")
     const db = openDatabase({ path })
     const order = db.prepare(`INSERT INTO orders (strategy_id, tag, origin, client_order_id, state, symbol, side, type, base_qty,
       quote_order_qty, limit_price, stop_price, filled_base_qty, sent_at, created_at, updated_at)

@@ -284,6 +284,22 @@ describe("SvcClient: errors", () => {
     expect(placement).toMatchObject({ _tag: "NetworkError" })
   })
 
+  it("a caller that gives up does not leave its request counted in flight", async () => {
+    await s.venue.admin("POST", "/_venue/faults", { latencyMs: 300 })
+    const outcome = await s.run(
+      Effect.gen(function* () {
+        const c = yield* client
+        // Before the first answer requests go one at a time: a leaked first request would block the second.
+        const first = yield* Effect.either(Effect.timeout(c.spotWallet(), 50))
+        yield* Effect.promise(() => s.venue.admin("POST", "/_venue/faults", {}))
+        const second = yield* Effect.timeout(c.spotWallet(), 2000)
+        return { first, second }
+      })
+    )
+    expect(Either.isLeft(outcome.first) && outcome.first.left._tag).toBe("TimeoutException")
+    expect(outcome.second.length).toBeGreaterThan(0)
+  })
+
   it("surfaces API_KEY_TIMESTAMP_INVALID when even the corrected timestamp is refused", async () => {
     // A 1 ms receive window cannot survive 30 ms of latency, whatever the offset.
     await s.venue.admin("POST", "/_venue/faults", { latencyMs: 30 })
