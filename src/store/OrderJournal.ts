@@ -348,6 +348,16 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
           })()
         ),
 
+      /** Several progress-only patches in one transaction (the tracker's poll schedule after a batch). */
+      updateMany: (patches: ReadonlyArray<readonly [orderId: number, patch: OrderPatch]>, now: number): Effect.Effect<void> =>
+        patches.length === 0
+          ? Effect.void
+          : Effect.sync(() =>
+              sqlite.transaction(() => {
+                for (const [orderId, patch] of patches) applyPatch(orderId, patch, undefined, now)
+              })()
+            ),
+
       /**
        * Adopts an open order the journal does not know (placed by hand or by another program) as `external`.
        * Returns undefined, adopting nothing, while any placement of ours is being sent or is unknown:

@@ -134,6 +134,8 @@ export const runInstance = (
       }
     }
 
+    let savedState = stored?.state
+    let savedCandle = lastCandle
     const handle = (event: HostEvent) =>
       Effect.gen(function* () {
         if ((yield* Ref.get(paused)) !== undefined) return
@@ -155,7 +157,12 @@ export const runInstance = (
         if (event._tag === "Candle") lastCandle = event.event.openTime
         if (outcome === undefined || encoded === undefined) return
         state = outcome.state
-        yield* store.save(spec.id, { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null }, now())
+        // Most market data leaves the state as it was; an unchanged state costs no write (each write is an fsync).
+        if (encoded !== savedState || (event._tag === "Candle" && lastCandle !== savedCandle)) {
+          yield* store.save(spec.id, { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null }, now())
+          savedState = encoded
+          savedCandle = lastCandle
+        }
         if (outcome.intents.length > 0) yield* port.submit(spec.id, outcome.intents)
       })
 
