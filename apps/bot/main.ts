@@ -3,6 +3,7 @@ import { Command } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { backtestCommand, promoteCommand, promotionsCommand } from "../../src/cli/backtest.js"
+import { clientCommands } from "../../src/cli/client.js"
 import { CliError } from "../../src/cli/errors.js"
 import * as Log from "../../src/log/Logger.js"
 import { runCommand } from "../../src/cli/run.js"
@@ -12,7 +13,7 @@ import { venueCommand } from "../../src/venue/cli.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, backtestCommand, promoteCommand, promotionsCommand, signCommand, statusCommand, venueCommand])
+  Command.withSubcommands([runCommand, statusCommand, backtestCommand, promoteCommand, promotionsCommand, ...clientCommands, signCommand, venueCommand])
 )
 
 const cli = Command.run(svcbot, { name: "svcbot", version: "0.1.0" })
