@@ -207,12 +207,13 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         }
         const error = outcome.left
         if (error._tag === "PlacementOutcomeUnknown") {
-          yield* move(order.orderId, "lose", { sentAt: error.sentAtMs }, `${error.reason}: ${error.detail}`)
+          // Now, on the local clock, is no earlier than the request was signed: the absence window counts from here.
+          yield* move(order.orderId, "lose", { lostAt: yield* Clock.currentTimeMillis }, `${error.reason}: ${error.detail}`)
           return
         }
         const code = refusalCode(error)
         if (code === undefined) {
-          yield* move(order.orderId, "lose", {}, error.message)
+          yield* move(order.orderId, "lose", { lostAt: yield* Clock.currentTimeMillis }, error.message)
           return
         }
         const block = blockOf(error)

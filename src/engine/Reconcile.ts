@@ -99,7 +99,8 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
         const unknown = yield* journal.inStates(["unknown"])
         if (unknown.length === 0) return { adopted: 0, notPlaced: 0, stillUnknown: 0 }
         const now = yield* Clock.currentTimeMillis
-        const settled = unknown.filter((o) => (o.sentAt ?? 0) + settings.settleDelayMs <= now)
+        const lostAt = (o: OrderRow) => o.lostAt ?? o.sentAt ?? 0
+        const settled = unknown.filter((o) => lostAt(o) + settings.settleDelayMs <= now)
         if (settled.length === 0) return { adopted: 0, notPlaced: 0, stillUnknown: unknown.length }
         const open = (yield* client.openOrders()).map(asCandidate)
         yield* fillSync.syncOnce
@@ -126,7 +127,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
                 outcome: "adopted"
               })
             }
-          } else if ((order.sentAt ?? 0) + settings.absenceWindowMs <= now) {
+          } else if (lostAt(order) + settings.absenceWindowMs <= now) {
             if ((yield* execution.move(order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
               notPlaced += 1
             }
@@ -180,7 +181,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
         const started = yield* Clock.currentTimeMillis
         for (const row of yield* journal.inStates(["submitting"])) {
           // The process stopped after deciding to send: the request may have reached the service.
-          yield* execution.move(row.orderId, "lose", {}, "the process stopped while this placement was being sent")
+          yield* execution.move(row.orderId, "lose", { lostAt: started }, "the process stopped while this placement was being sent")
         }
         yield* fillSync.syncAll
         yield* market.refreshPairs

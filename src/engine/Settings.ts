@@ -3,11 +3,14 @@
  * and the resolved form every engine service reads.
  */
 import { Context } from "effect"
+import { defaultDialect } from "../svc/Dialect.js"
 import type { RiskLimits } from "./Risk.js"
 
 export interface EngineOptions {
   /** Path of the SQLite file (journal and fills ledger). */
   readonly dbPath: string
+  /** The receive window the client signs with (the Dialect's `recvWindowMs`); it bounds how late a lost placement can still be accepted. */
+  readonly recvWindowMs?: number
   readonly risk?: RiskLimits
   /** Cancel every open order of the strategies when the engine stops. */
   readonly cancelOnStop?: boolean
@@ -44,7 +47,11 @@ export interface TrackerSettings {
 export interface ReconcileSettings {
   /** Wait this long after a lost placement before looking for it (settlement is asynchronous). */
   readonly settleDelayMs: number
-  /** A lost placement not found this long after it was sent is proven absent (`not_placed`). */
+  /**
+   * A lost placement not found this long after its answer was lost is proven absent (`not_placed`).
+   * Never shorter than the receive window plus a margin: until its timestamp leaves the window,
+   * a delayed request can still reach the service and be accepted.
+   */
   readonly absenceWindowMs: number
   /** Period of the background reconciliation. */
   readonly intervalMs: number
@@ -94,7 +101,7 @@ export const defaultTracker: TrackerSettings = {
 
 export const defaultReconcile: ReconcileSettings = {
   settleDelayMs: 500,
-  absenceWindowMs: 5000,
+  absenceWindowMs: 6000,
   intervalMs: 30_000,
   matchWindowMs: 60_000
 }
@@ -103,13 +110,23 @@ export const defaultFillSync: FillSyncSettings = { intervalMs: 5000, pageLimit: 
 
 export const defaultMarket: MarketSettings = { pairsRefreshMs: 60_000, priceMaxAgeMs: 2000, balancesRefreshMs: 5000 }
 
+/** Allowance for clock error between svcbot and the service on top of the receive window. */
+const ABSENCE_MARGIN_MS = 1000
+
 export const resolveSettings = (options: EngineOptions): ResolvedEngineSettings => ({
   dbPath: options.dbPath,
   risk: options.risk ?? {},
   cancelOnStop: options.cancelOnStop ?? false,
   execution: { ...defaultExecution, ...options.execution },
   tracker: { ...defaultTracker, ...options.tracker },
-  reconcile: { ...defaultReconcile, ...options.reconcile },
+  reconcile: {
+    ...defaultReconcile,
+    ...options.reconcile,
+    absenceWindowMs: Math.max(
+      options.reconcile?.absenceWindowMs ?? defaultReconcile.absenceWindowMs,
+      (options.recvWindowMs ?? defaultDialect.recvWindowMs) + ABSENCE_MARGIN_MS
+    )
+  },
   fillSync: { ...defaultFillSync, ...options.fillSync },
   market: { ...defaultMarket, ...options.market }
 })

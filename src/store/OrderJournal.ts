@@ -38,6 +38,8 @@ export interface OrderRow {
   readonly lockAmount: Decimal | null
   readonly cancelRequested: boolean
   readonly sentAt: number | null
+  /** When the placement's answer was lost (state `unknown`). */
+  readonly lostAt: number | null
   readonly acceptedAt: number | null
   readonly terminalAt: number | null
   readonly nextPollAt: number | null
@@ -79,6 +81,7 @@ export interface OrderPatch {
   readonly filledBaseQty?: Decimal
   readonly avgPrice?: Decimal | null
   readonly sentAt?: number
+  readonly lostAt?: number
   readonly acceptedAt?: number
   readonly nextPollAt?: number | null
   readonly polls?: number
@@ -109,6 +112,7 @@ interface RawOrder {
   lock_amount: string | null
   cancel_requested: number
   sent_at: number | null
+  lost_at: number | null
   accepted_at: number | null
   terminal_at: number | null
   next_poll_at: number | null
@@ -144,6 +148,7 @@ const toRow = (raw: RawOrder): OrderRow => ({
   lockAmount: dec(raw.lock_amount),
   cancelRequested: raw.cancel_requested === 1,
   sentAt: raw.sent_at,
+  lostAt: raw.lost_at,
   acceptedAt: raw.accepted_at,
   terminalAt: raw.terminal_at,
   nextPollAt: raw.next_poll_at,
@@ -237,6 +242,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       if (patch.filledBaseQty !== undefined) set("filled_base_qty", patch.filledBaseQty.toFixed())
       if (patch.avgPrice !== undefined) set("avg_price", text(patch.avgPrice))
       if (patch.sentAt !== undefined) set("sent_at", patch.sentAt)
+      if (patch.lostAt !== undefined) set("lost_at", patch.lostAt)
       if (patch.acceptedAt !== undefined) set("accepted_at", patch.acceptedAt)
       if (patch.polls !== undefined) set("polls", patch.polls)
       if (patch.cancelRequested !== undefined) set("cancel_requested", patch.cancelRequested ? 1 : 0)
