@@ -27,6 +27,7 @@ import { runMarketData } from "../strategy/MarketData.js"
 import { StrategyStateStore } from "../strategy/StateStore.js"
 import { decodeParams, type OpenOrder, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
 import { Health, healthLogHook, serveHealth } from "./Health.js"
+import { collectPaperEvidence } from "./PaperEvidence.js"
 
 /** A start-up failure: what is wrong, how to fix it, and the exit code. */
 export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string; readonly exitCode: number }> {}
@@ -293,6 +294,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const svc = yield* SvcClient
       const byId = new Map<string, RunningInstance>()
       yield* routeUpdates(engine, byId)
+      if (config.mode === "paper") yield* collectPaperEvidence(instances, { dataSource: `venue:${baseUrl}`, settleDelayMs: config.venue.settleMs })
       const port = tradingPort(engine, byId)
       const prices = new Map<string, Decimal>()
       for (const instance of instances) {

@@ -69,6 +69,8 @@ export const EventCatalog = define({
   "backtest.completed": { level: "info", meaning: "a backtest finished; carries its metrics" },
   "promotion.granted": { level: "info", meaning: "a strategy was promoted" },
   "promotion.refused": { level: "warn", meaning: "a promotion was refused; carries every failed gate" },
+  "paper.recorded": { level: "info", meaning: "a paper run of a strategy instance was recorded as promotion evidence; carries metrics, tracking error and fill mismatches" },
+  "paper.not-recorded": { level: "info", meaning: "a paper run could not be recorded as evidence (no candle closed during it, or its backtest failed); carries the reason" },
 
   // storage and alerts
   "db.migrated": { level: "info", meaning: "database migrations were applied" },
