@@ -39,7 +39,8 @@ import {
   SCHEDULE_TIMER,
   type StrategyDefinition,
   type StrategyView,
-  type Handler
+  type Handler,
+  type HandlerResult
 } from "../strategy/Strategy.js"
 import { type Candle, type Fees, MatchingEngine, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
 import { computeMetrics, type Metrics, type RunFill } from "./Metrics.js"
@@ -227,9 +228,12 @@ class Run<P, S> {
     try {
       return body()
     } catch (cause) {
-      if (cause instanceof StrategyFailed) throw cause
-      throw new StrategyFailed({ strategy: this.strategy.name, handler, atMs: this.view.now, cause })
+      throw this.failed(handler, cause)
     }
+  }
+
+  private failed(handler: string, cause: unknown): StrategyFailed {
+    return cause instanceof StrategyFailed ? cause : new StrategyFailed({ strategy: this.strategy.name, handler, atMs: this.view.now, cause })
   }
 
   private refreshBalances(): void {
@@ -281,7 +285,13 @@ class Run<P, S> {
   }
 
   private invoke<E>(name: string, handler: Handler<S, E, P>, event: E): void {
-    const outcome = this.call(name, () => handler(this.state, event, this.view))
+    // No closure per call (as `call` takes): this runs for every candle.
+    let outcome: HandlerResult<S>
+    try {
+      outcome = handler(this.state, event, this.view)
+    } catch (cause) {
+      throw this.failed(name, cause)
+    }
     this.state = outcome.state
     if (outcome.intents.length > 0) this.apply(outcome.intents)
   }
@@ -360,8 +370,10 @@ class Run<P, S> {
     if (fills.length === 0 && !settled && this.waitingStops === 0) return
     const updates: Array<OrderUpdateEvent> = []
     for (const [tag, order] of this.tracked) {
+      const progress = this.engine.progress(UID, order.clientOrderId)!
+      // Every fill gives the order a new filled quantity, so the same object means no change.
+      if (progress.kind === order.kind && (progress.filledBaseQty === order.filledBaseQty || progress.filledBaseQty.eq(order.filledBaseQty))) continue
       const now = this.engine.order(UID, order.clientOrderId)!
-      if (now.kind === order.kind && now.filledBaseQty.eq(order.filledBaseQty)) continue
       if (order.stop && order.kind === "pending") this.waitingStops -= 1
       order.kind = now.kind
       order.filledBaseQty = now.filledBaseQty

@@ -33,6 +33,10 @@ const options = {
   acceptUnpromoted: Options.boolean("i-accept-unpromoted").pipe(Options.withDescription("live mode: also start strategies without a live promotion record"))
 }
 
+/** The daemon's logger and the hooks that watch its lines, added once it is in place. */
+export const daemonLogging = <E>(health: Health, options: Log.LoggerOptions, hooks: Layer.Layer<never, E> = Layer.empty as Layer.Layer<never, E>) =>
+  Layer.merge(healthLogHook(health), hooks).pipe(Layer.provideMerge(Log.layer(options)))
+
 /** A live promotion check over the configured database (opened read-mostly, migrated if new). */
 const liveGate = (dbPath: string) => (instance: ResolvedInstance) =>
   Effect.sync(() => {
@@ -87,11 +91,7 @@ export const runCommand = Command.make("run", options, (flags) =>
             Layer.provide(NodeHttpClient.layerUndici),
             Layer.mapError((error) => usageError(`alerts.webhookUrl: ${error.problem}`))
           )
-    const logging = Layer.mergeAll(
-      Log.layer({ level: config.log.level, ...(config.log.pretty === undefined ? {} : { pretty: config.log.pretty }) }),
-      healthLogHook(health),
-      alerts
-    )
+    const logging = daemonLogging(health, { level: config.log.level, ...(config.log.pretty === undefined ? {} : { pretty: config.log.pretty }) }, alerts)
     yield* shutdownWatchdog(config.engine.shutdownTimeoutMs).pipe(
       Effect.zipRight(runDaemon({ config, env, runFor, acceptUnpromoted: flags.acceptUnpromoted, liveGate: liveGate(config.database.path) })),
       Effect.scoped,

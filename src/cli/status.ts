@@ -16,8 +16,9 @@ import { type Config } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
 import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
-import { portfolio, type PortfolioFill } from "../engine/Portfolio.js"
+import { dayPnl, portfolio, type PortfolioFill } from "../engine/Portfolio.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
+import type { FillTableRow } from "../store/FillLedger.js"
 import { CliError, usageError } from "./errors.js"
 
 const DEFAULT_DB = "data/svcbot.db"
@@ -133,20 +134,9 @@ interface OrderRecord {
   created_at: number
 }
 
-interface FillRecord {
-  fill_id: string
-  client_order_id: string | null
+interface FillRecord extends Omit<FillTableRow, "raw"> {
   strategy_id: string | null
   tag: string | null
-  symbol: string
-  side: string
-  liquidity: string
-  price: string
-  base_qty: string
-  quote_qty: string
-  fee: string
-  fee_asset: string
-  time: number
 }
 
 const inList = (states: Iterable<string>): string => `(${[...states].map((s) => `'${s}'`).join(", ")})`
@@ -259,7 +249,6 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
   }
   const pnl = [...byStrategy].sort(([a], [b]) => a.localeCompare(b)).map(([strategy, own]): PnlStatus => {
     const all = portfolio(own.map(toPortfolioFill), pairs, lastPrices)
-    const before = portfolio(own.filter((f) => f.time < dayStart).map(toPortfolioFill), pairs, lastPrices)
     return {
       strategy,
       fills: own.length,
@@ -269,7 +258,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       unrealizedPnl: all.unrealizedPnl.toFixed(),
       fees: all.feesQuote.toFixed(),
       netPnl: all.netPnl.toFixed(),
-      dayPnl: all.realizedPnl.minus(all.feesQuote).minus(before.realizedPnl.minus(before.feesQuote)).plus(all.unrealizedPnl).toFixed()
+      dayPnl: dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now).toFixed()
     }
   })
 

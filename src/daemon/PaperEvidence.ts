@@ -199,39 +199,33 @@ export const collectPaperEvidence = (
           equity.push(quote.plus(base.mul(candle.close)))
           if (base.mul(candle.close).gte(rules.minNotional)) inMarketCandles += 1
         }
+        const input = {
+          strategy: subject.definition,
+          params: subject.params,
+          rawParams: subject.rawParams,
+          sourcePath: subject.sourcePath,
+          pair: { ...rules, status: rules.status === "halted" ? ("halted" as const) : ("trading" as const), depthNotional: depthNotionalOf(subject.symbol) },
+          fees: VENUE_FEES,
+          settleDelayMs: options.settleDelayMs,
+          startBalances,
+          candles: group.observed.map((o) => o.candle),
+          intervalMs: group.intervalMs,
+          equity,
+          fills,
+          inMarketCandles,
+          dataSource: options.dataSource,
+          ...(subject.schedule === undefined ? {} : { schedule: subject.schedule })
+        }
         const now = yield* Clock.currentTimeMillis
-        const recorded = yield* Effect.try(() =>
-          recordPaperRun(
-          sqlite,
-          {
-            strategy: subject.definition,
-            params: subject.params,
-            rawParams: subject.rawParams,
-            sourcePath: subject.sourcePath,
-            pair: { ...rules, status: rules.status === "halted" ? "halted" : "trading", depthNotional: depthNotionalOf(subject.symbol) },
-            fees: VENUE_FEES,
-            settleDelayMs: options.settleDelayMs,
-            startBalances,
-            candles: group.observed.map((o) => o.candle),
-            intervalMs: group.intervalMs,
-            equity,
-            fills,
-            inMarketCandles,
-            dataSource: options.dataSource,
-            ...(subject.schedule === undefined ? {} : { schedule: subject.schedule })
-          },
-          now
-        )
-        ).pipe(Effect.either)
+        // The source file or the database may fail here; the stop goes on either way.
+        const written = yield* Effect.either(Effect.try(() => recordPaperRun(sqlite, input, now)))
+        const recorded = Either.flatMap(written, (result) => Either.mapLeft(result, (failed) => `the backtest of the run's candles failed: ${failed.message}`))
         if (Either.isLeft(recorded)) {
-          yield* logEvent("paper.not-recorded", { strategy: subject.id, reason: `the run could not be written: ${String(recorded.left.error)}` })
+          const reason = typeof recorded.left === "string" ? recorded.left : `the run could not be written: ${String(recorded.left.error)}`
+          yield* logEvent("paper.not-recorded", { strategy: subject.id, reason })
           return
         }
-        if (Either.isLeft(recorded.right)) {
-          yield* logEvent("paper.not-recorded", { strategy: subject.id, reason: `the backtest of the run's candles failed: ${recorded.right.left.message}` })
-          return
-        }
-        const { runId, metrics, trackingErrorPct, fillMismatches } = recorded.right.right
+        const { runId, metrics, trackingErrorPct, fillMismatches } = recorded.right
         yield* logEvent("paper.recorded", {
           strategy: subject.id,
           runId,

@@ -17,7 +17,7 @@ import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus, type PlacementBlock } from "./EngineBus.js"
 import { Market } from "./Market.js"
-import { portfolio } from "./Portfolio.js"
+import { dayPnl, startOfUtcDay } from "./Portfolio.js"
 import { assess, type RefusalReason } from "./Risk.js"
 import { EngineSettings } from "./Settings.js"
 
@@ -99,7 +99,6 @@ const refusalCode = (error: SvcError): string | undefined => {
   }
 }
 
-const startOfUtcDay = (now: number): number => now - (now % 86_400_000)
 
 export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
   scoped: Effect.gen(function* () {
@@ -122,6 +121,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const now = yield* Clock.currentTimeMillis
         const moved = yield* Effect.either(journal.transition(orderId, event, patch, now, detail))
         if (moved._tag === "Left") {
+          // The same kind seen twice (the tracker and reconciliation raced): nothing changed.
+          if (moved.left.from === moved.left.event) return undefined
           yield* logEvent("reconcile.mismatch", { orderId, problem: moved.left.message, ...(detail === undefined ? {} : { detail }) })
           return undefined
         }
@@ -227,14 +228,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const fills = yield* ledger.forStrategy(strategyId)
         const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
         const prices = yield* market.knownPrices
-        const dayStart = startOfUtcDay(now)
-        const all = portfolio(fills, pairs, prices)
-        const before = portfolio(
-          fills.filter((f) => f.time < dayStart),
-          pairs,
-          prices
-        )
-        return all.realizedPnl.minus(all.feesQuote).minus(before.realizedPnl.minus(before.feesQuote)).plus(all.unrealizedPnl)
+        return dayPnl(fills, pairs, prices, now)
       })
 
     const placementBlock = Effect.gen(function* () {

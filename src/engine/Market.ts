@@ -79,18 +79,13 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
       })
 
     return {
-      /** Pair rules, refreshed when older than the refresh period; the cached rules on a failed refresh. */
+      /** Pair rules; older than the refresh period they are refreshed in the background. Only the first read waits. */
       pairs: Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const cached = yield* Ref.get(pairs)
-        if (now - cached.at < settings.pairsRefreshMs) return cached.bySymbol
-        return yield* refreshPairs.pipe(
-          Effect.catchAll((error) =>
-            cached.bySymbol.size > 0
-              ? logEvent("request.failed", { what: "exchange-info", error: error.message }).pipe(Effect.as(cached.bySymbol))
-              : Effect.fail(error)
-          )
-        )
+        if (cached.bySymbol.size === 0) return yield* refreshPairs
+        if (now - cached.at >= settings.pairsRefreshMs) yield* refreshInBackground("exchange-info", refreshPairs)
+        return cached.bySymbol
       }),
       refreshPairs,
       /**

@@ -109,3 +109,24 @@ export const portfolio = (
     fees: Object.fromEntries(Object.entries(fees).map(([asset, amount]) => [asset, amount.toFixed()]))
   }
 }
+
+export const DAY_MS = 86_400_000
+
+/** Milliseconds of the UTC midnight that starts the day of `now`. */
+export const startOfUtcDay = (now: number): number => now - (now % DAY_MS)
+
+/**
+ * The UTC day's PnL as the daily loss limit measures it: realized PnL minus fees
+ * since midnight, plus the unrealized PnL of what is held now.
+ */
+export const dayPnl = (
+  fills: ReadonlyArray<PortfolioFill>,
+  pairs: ReadonlyMap<string, Pick<PairRules, "base" | "quote">>,
+  lastPrices: ReadonlyMap<string, Decimal>,
+  now: number
+): Decimal => {
+  const dayStart = startOfUtcDay(now)
+  const all = portfolio(fills, pairs, lastPrices)
+  const before = portfolio(fills.filter((f) => f.time < dayStart), pairs, lastPrices)
+  return all.realizedPnl.minus(all.feesQuote).minus(before.realizedPnl.minus(before.feesQuote)).plus(all.unrealizedPnl)
+}

@@ -3,7 +3,7 @@
  * `event` naming an entry of the catalog, annotations as fields. Secrets are
  * censored by path, scrubbed by value, and key ids shortened to 12 characters.
  */
-import { Effect, HashMap, Layer, Logger, LogLevel } from "effect"
+import { Effect, FiberRef, HashMap, HashSet, Layer, Logger, LogLevel } from "effect"
 import { pino, type DestinationStream, type Logger as Pino } from "pino"
 import pretty from "pino-pretty"
 import { EventCatalog, type EventLevel, type EventName } from "./Events.js"
@@ -71,10 +71,15 @@ export const effectLogger = (target: Pino) =>
     target[level](fields, typeof first === "string" ? first : String(first))
   })
 
-/** Replaces Effect's default logger with pino. */
+/**
+ * pino in place of every logger installed before (Effect's default, or a pino
+ * layer an outer command installed): two loggers would print every line twice.
+ * Hooks that watch the log stream (`Logger.add`) go on top of this layer.
+ */
 export const layer = (options: LoggerOptions = {}): Layer.Layer<never> =>
-  Logger.replace(Logger.defaultLogger, effectLogger(makePino(options))).pipe(
-    Layer.merge(Logger.minimumLogLevel(options.level === "debug" ? LogLevel.Debug : LogLevel.Info))
+  Layer.merge(
+    Layer.scopedDiscard(Effect.locallyScoped(FiberRef.currentLoggers, HashSet.make(effectLogger(makePino(options))))),
+    Logger.minimumLogLevel(options.level === "debug" ? LogLevel.Debug : LogLevel.Info)
   )
 
 const effectLevel: Record<EventLevel, LogLevel.LogLevel> = {

@@ -42,7 +42,8 @@ export type PageProgress =
 
 const STREAM = "fills"
 
-interface RawFill {
+/** A row of the `fills` table as SQLite returns it: amounts as their exact decimal text. */
+export interface FillTableRow {
   fill_id: string
   client_order_id: string | null
   symbol: string
@@ -57,7 +58,7 @@ interface RawFill {
   raw: string
 }
 
-const toFill = (raw: RawFill): LedgerFill => ({
+const toFill = (raw: FillTableRow): LedgerFill => ({
   fillId: raw.fill_id,
   clientOrderId: raw.client_order_id,
   symbol: raw.symbol,
@@ -186,9 +187,9 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
           })()
         ),
 
-      all: Effect.sync(() => (q.all.all() as Array<RawFill>).map(toFill)),
-      forOrder: (clientOrderId: string) => Effect.sync(() => (q.byOrder.all(clientOrderId) as Array<RawFill>).map(toFill)),
-      forStrategy: (strategyId: string) => Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawFill>).map(toFill)),
+      all: Effect.sync(() => (q.all.all() as Array<FillTableRow>).map(toFill)),
+      forOrder: (clientOrderId: string) => Effect.sync(() => (q.byOrder.all(clientOrderId) as Array<FillTableRow>).map(toFill)),
+      forStrategy: (strategyId: string) => Effect.sync(() => (q.forStrategy.all(strategyId) as Array<FillTableRow>).map(toFill)),
       /** Orders the ledger has fills of but the journal does not know, with their first fill's time. */
       orphanOrders: Effect.sync(() => q.orphans.all() as Array<{ clientOrderId: string; firstTime: number }>),
       has: (fillId: string) => Effect.sync(() => q.has.get(fillId) !== undefined),

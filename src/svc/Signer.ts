@@ -33,7 +33,12 @@ export interface CanonicalRequest {
 const bodyBytes = (body: Body): Uint8Array =>
   body === undefined ? new Uint8Array(0) : typeof body === "string" ? Buffer.from(body, "utf8") : body
 
-export const sha256Hex = (body: Body): string => createHash("sha256").update(bodyBytes(body)).digest("hex")
+const isEmpty = (body: Body): boolean => body === undefined || body.length === 0
+
+/** Every GET hashes the empty body: computed once. */
+const EMPTY_BODY_SHA256 = createHash("sha256").digest("hex")
+
+export const sha256Hex = (body: Body): string => (isEmpty(body) ? EMPTY_BODY_SHA256 : createHash("sha256").update(bodyBytes(body)).digest("hex"))
 
 /** Splits a request target at the first `?` without decoding either part. */
 export const splitTarget = (target: string): { readonly path: string; readonly query: string } => {
@@ -43,15 +48,7 @@ export const splitTarget = (target: string): { readonly path: string; readonly q
 
 export const canonicalString = (request: CanonicalRequest): string => {
   const { path, query } = splitTarget(request.target)
-  return [
-    SIGNATURE_TAG,
-    request.method.toUpperCase(),
-    path,
-    query,
-    String(request.timestamp),
-    String(request.recvWindow),
-    sha256Hex(request.body)
-  ].join("\n")
+  return `${SIGNATURE_TAG}\n${request.method.toUpperCase()}\n${path}\n${query}\n${request.timestamp}\n${request.recvWindow}\n${sha256Hex(request.body)}`
 }
 
 export const hmacHex = (secret: string, canonical: string): string =>
@@ -90,7 +87,7 @@ export const signRequest = (apiKey: string, secret: string, request: CanonicalRe
     [Header.recvWindow]: String(request.recvWindow),
     [Header.signature]: sig
   }
-  if (request.body !== undefined && bodyBytes(request.body).length > 0) headers["Content-Type"] = "application/json"
+  if (!isEmpty(request.body)) headers["Content-Type"] = "application/json"
   return { canonical, signature: sig, headers }
 }
 

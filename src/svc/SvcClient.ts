@@ -16,9 +16,9 @@
  *   reset, 5xx, unreadable 202): it fails with PlacementOutcomeUnknown for
  *   reconciliation. Only a connection that never opened is a plain NetworkError.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, Stream } from "effect"
+import { Effect, Either, Exit, Layer, Option, Random, Redacted, Schema, Scope, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { parse, stringify } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
@@ -43,7 +43,7 @@ import {
   Ticker,
   WalletRow
 } from "./Api.js"
-import { Budget, type BudgetOptions, type BudgetSnapshot, type Demand, type Priority, type Ticket } from "./Budget.js"
+import { Budget, type BudgetOptions, type BudgetSnapshot, type Demand, type Outcome, type Priority, type Ticket } from "./Budget.js"
 import type { Dialect, Side } from "./Dialect.js"
 import {
   DecodeError,
@@ -178,12 +178,93 @@ const queryString = (query: Call<unknown>["query"]): string => {
 const placementRequestOf = (type: PlacementRequest["type"], body: Readonly<Record<string, unknown>>): PlacementRequest =>
   ({ type, ...body }) as PlacementRequest
 
+/** What one call puts on the wire, prepared once and sent by every attempt. */
+interface Wire {
+  readonly url: string
+  /** Path and query exactly as on the request line: what is signed. */
+  readonly target: string
+  /** The body bytes hashed into the signature and sent. */
+  readonly body: Uint8Array | undefined
+  readonly demand: Demand
+}
+
+const LOST: Outcome = { _tag: "Lost" }
+
+const readAnswer = (response: HttpClientResponse.HttpClientResponse) =>
+  Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))
+
+/** A request on the wire, watched for its deadline (milliseconds of the monotonic clock). */
+interface Watched {
+  readonly deadlineMs: number
+  /** Closing it aborts the request. */
+  readonly scope: Scope.CloseableScope
+  /** Set by the watchdog when the deadline came first and it aborted the request. */
+  timedOut: boolean
+  /** Set when the request ended, one way or another: the watchdog leaves it alone. */
+  ended: boolean
+}
+
+/**
+ * The per-request timeout, enforced by one fiber for every request of a client. A
+ * timeout race per request forks two fibers and arms a timer for each, the largest
+ * single cost of a request. All requests of a client share one timeout, so their
+ * deadlines come in the order they started and the earliest pending one is at the
+ * head of the queue. At a deadline the watchdog closes the request's scope, which
+ * aborts it; the request then fails and reads `timedOut` to know why.
+ */
+const deadlineWatchdog: Effect.Effect<{ readonly watch: (scope: Scope.CloseableScope, deadlineMs: number) => Watched }, never, Scope.Scope> =
+  Effect.gen(function* () {
+    const queue: Array<Watched> = []
+    const dropEnded = () => {
+      while (queue[0]?.ended === true) queue.shift()
+    }
+    const wake = yield* Effect.makeLatch(false)
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.gen(function* () {
+          yield* wake.await
+          const now = yield* monotonicMillis
+          dropEnded()
+          for (let overdue = queue[0]; overdue !== undefined && overdue.deadlineMs <= now; overdue = queue[0]) {
+            queue.shift()
+            overdue.timedOut = true
+            overdue.ended = true
+            yield* Scope.close(overdue.scope, Exit.void)
+            dropEnded()
+          }
+          const next = queue[0]
+          if (next === undefined) wake.unsafeClose()
+          else yield* Effect.sleep(next.deadlineMs - now)
+        })
+      )
+    )
+    return {
+      watch: (scope: Scope.CloseableScope, deadlineMs: number): Watched => {
+        dropEnded()
+        const watched: Watched = { deadlineMs, scope, timedOut: false, ended: false }
+        queue.push(watched)
+        wake.unsafeOpen()
+        return watched
+      }
+    }
+  })
+
+const monotonicMillis: Effect.Effect<number> = Effect.clockWith((clock) => Effect.sync(() => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)))
+
+/** Local wall-clock time (for the server clock's offset) and monotonic time (for the deadline), read together. */
+const localTimes: Effect.Effect<{ readonly wallMs: number; readonly monotonicMs: number }> = Effect.clockWith((clock) =>
+  Effect.sync(() => ({ wallMs: clock.unsafeCurrentTimeMillis(), monotonicMs: Number(clock.unsafeCurrentTimeNanos() / 1_000_000n) }))
+)
+
 export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
   scoped: (options: SvcClientOptions) =>
     Effect.gen(function* () {
-      const http = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerDisabledWhen(() => true))
+      // Each request runs in a scope of its own: closing it aborts the request, which is
+      // how the watchdog times it out and how a caller that gives up cancels it.
+      const http = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerDisabledWhen(() => true), HttpClient.withScope)
       const budget = yield* Budget
       const clock = yield* ServerClock
+      const watchdog = yield* deadlineWatchdog
       const apiKey = Redacted.value(options.apiKey)
       const apiSecret = Redacted.value(options.apiSecret)
       registerSecret(apiSecret)
@@ -192,29 +273,38 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const baseUrl = options.baseUrl.replace(/\/+$/, "")
 
       /** One request on the wire: admitted by the budget, signed with a fresh timestamp, sent, booked. */
-      const attempt = (call: Call<unknown>, demand: Demand, url: URL, bodyText: string | undefined): Effect.Effect<Attempt, SvcError> =>
+      const attempt = (call: Call<unknown>, wire: Wire): Effect.Effect<Attempt, SvcError> =>
         Effect.gen(function* () {
           const signed = call.kind !== "public"
-          const ticket: Ticket | undefined = signed ? yield* budget.admit(demand) : undefined
+          const ticket: Ticket | undefined = signed ? yield* budget.admit(wire.demand) : undefined
           const sentAtMs = yield* clock.timestamp(call.method)
-          const sentAtLocalMs = yield* Clock.currentTimeMillis
-          const target = url.pathname + url.search
-          const headers = signed
-            ? signRequest(apiKey, apiSecret, { method: call.method, target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: bodyText }).headers
-            : {}
-          let request = HttpClientRequest.make(call.method)(url.href).pipe(HttpClientRequest.setHeaders(headers))
-          if (bodyText !== undefined) request = HttpClientRequest.bodyUint8Array(request, Buffer.from(bodyText, "utf8"), "application/json")
+          const sentAt = yield* localTimes
+          const sentAtLocalMs = sentAt.wallMs
+          let request = signed
+            ? HttpClientRequest.make(call.method)(wire.url, {
+                headers: signRequest(apiKey, apiSecret, { method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body })
+                  .headers
+              })
+            : HttpClientRequest.make(call.method)(wire.url)
+          if (wire.body !== undefined) request = HttpClientRequest.bodyUint8Array(request, wire.body, "application/json")
+          const scope = yield* Scope.make()
+          const watched = watchdog.watch(scope, sentAt.monotonicMs + requestTimeoutMs)
           const sent = yield* http.execute(request).pipe(
-            Effect.flatMap((response) => Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))),
-            Effect.timeoutFail({ duration: requestTimeoutMs, onTimeout: () => "timeout" as const }),
+            Effect.flatMap(readAnswer),
+            Effect.provideService(Scope.Scope, scope),
             Effect.either,
-            // A caller that gives up must not leave the request counted in flight forever.
-            Effect.onInterrupt(() => (ticket === undefined ? Effect.void : budget.settle(ticket, { _tag: "Lost" })))
+            // A caller that gives up aborts the request, and must not leave it counted in flight forever.
+            Effect.onInterrupt(() => {
+              watched.ended = true
+              return Effect.zipRight(Scope.close(scope, Exit.void), ticket === undefined ? Effect.void : budget.settle(ticket, LOST))
+            })
           )
+          // An answered request has nothing left to abort: its scope is left to the garbage collector.
+          watched.ended = true
           if (Either.isLeft(sent)) {
-            if (ticket !== undefined) yield* budget.settle(ticket, { _tag: "Lost" })
+            if (ticket !== undefined) yield* budget.settle(ticket, LOST)
+            if (watched.timedOut) return { _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs } as const
             const failure = sent.left
-            if (failure === "timeout") return { _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs } as const
             const code = errorCodeOf(failure.cause)
             return {
               _tag: "Lost",
@@ -224,9 +314,9 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
               sentAtMs
             } as const
           }
-          const receivedAtLocalMs = yield* Clock.currentTimeMillis
-          const { status, text } = sent.right
-          const header = (name: string): string | undefined => sent.right.headers[name.toLowerCase()]
+          const receivedAtLocalMs = (yield* localTimes).wallMs
+          const { status, text, headers } = sent.right
+          const header = (name: string): string | undefined => headers[name.toLowerCase()]
           let json: unknown
           try {
             json = text === "" ? undefined : parse(text)
@@ -249,10 +339,14 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
 
       const run = <A>(call: Call<A>): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
         Effect.gen(function* () {
-          // Serialized once: these exact bytes are hashed into every signature and sent.
-          const bodyText = call.body === undefined ? undefined : stringify(call.body)
           const url = new URL(baseUrl + call.path + queryString(call.query))
-          const demand: Demand = { endpoint: `${call.method} ${call.path}`, priority: call.priority, placement: call.kind === "placement" }
+          const wire: Wire = {
+            url: url.href,
+            target: url.pathname + url.search,
+            // Serialized once: these exact bytes are hashed into every signature and sent.
+            body: call.body === undefined ? undefined : Buffer.from(stringify(call.body), "utf8"),
+            demand: { endpoint: `${call.method} ${call.path}`, priority: call.priority, placement: call.kind === "placement" }
+          }
           const retriable = call.method === "GET" || call.kind === "cancel"
           const unknownPlacement = (reason: PlacementOutcomeUnknown["reason"], detail: string, sentAtMs: number) =>
             new PlacementOutcomeUnknown({
@@ -265,7 +359,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           let clockCorrected = false
           let retries = 0
           for (;;) {
-            const outcome = yield* attempt(call, demand, url, bodyText)
+            const outcome = yield* attempt(call, wire)
             let failure: SvcError
             if (outcome._tag === "Lost") {
               if (call.kind === "placement" && !outcome.neverSent) return yield* Effect.fail(unknownPlacement(outcome.reason, outcome.detail, outcome.sentAtMs))

@@ -35,19 +35,65 @@ export const levelSpacing = (shape: BookShape, price: Decimal): Decimal => {
   return spacing.isZero() ? shape.tickSize : spacing
 }
 
-export const bookAround = (shape: BookShape, price: Decimal, levels: number = BOOK_LEVELS): Book => {
-  const spacing = levelSpacing(shape, price)
-  const bids: Array<BookLevel> = []
-  const asks: Array<BookLevel> = []
-  for (let k = 1; k <= levels; k++) {
-    const offset = spacing.mul(k)
-    const ask = price.add(offset)
-    asks.push({ price: ask, baseQty: levelQty(shape, ask, k) })
-    const bid = price.sub(offset)
-    if (bid.gt(0)) bids.push({ price: bid, baseQty: levelQty(shape, bid, k) })
+/**
+ * One side of the book around a price, each level worked out on its first read:
+ * an order walks only the few levels it reaches, and a level's quantity (a Decimal
+ * division) only once its price is reached. `asks` is the side a buy takes, `bids`
+ * the side a sell takes.
+ */
+export class BookSide {
+  private readonly prices: Array<Decimal> = []
+  private readonly levels: Array<BookLevel> = []
+  /** Bids stop above zero: past the first non-positive price there are no more levels. */
+  private exhausted = false
+
+  constructor(
+    private readonly shape: BookShape,
+    private readonly price: Decimal,
+    private readonly side: "bids" | "asks",
+    private readonly depth: number = BOOK_LEVELS,
+    private readonly spacing: Decimal = levelSpacing(shape, price)
+  ) {}
+
+  /** The price of the level `index` places from the touch (0 is the best), or undefined past the side's last level. */
+  priceAt(index: number): Decimal | undefined {
+    const prices = this.prices
+    while (prices.length <= index) {
+      if (this.exhausted || prices.length >= this.depth) return undefined
+      const offset = this.spacing.mul(prices.length + 1)
+      const price = this.side === "asks" ? this.price.add(offset) : this.price.sub(offset)
+      if (this.side === "bids" && !price.gt(0)) {
+        this.exhausted = true
+        return undefined
+      }
+      prices.push(price)
+    }
+    return prices[index]
   }
-  return { bids, asks }
+
+  /** The level `index` places from the touch, with its quantity. */
+  level(index: number): BookLevel | undefined {
+    const levels = this.levels
+    while (levels.length <= index) {
+      const k = levels.length + 1
+      const price = this.priceAt(levels.length)
+      if (price === undefined) return undefined
+      levels.push({ price, baseQty: levelQty(this.shape, price, k) })
+    }
+    return levels[index]
+  }
+
+  /** Every level of the side, best first. */
+  all(): ReadonlyArray<BookLevel> {
+    this.level(this.depth - 1)
+    return this.levels
+  }
 }
+
+export const bookAround = (shape: BookShape, price: Decimal, levels: number = BOOK_LEVELS): Book => ({
+  bids: new BookSide(shape, price, "bids", levels).all(),
+  asks: new BookSide(shape, price, "asks", levels).all()
+})
 
 const levelQty = (shape: BookShape, price: Decimal, k: number): Decimal => {
   const qty = quantize(shape.depthNotional.mul(k).div(price), shape.stepSize, "down")

@@ -20,7 +20,7 @@
  */
 import { Decimal, isMultipleOf, quantize, ZERO } from "../domain/Decimal.js"
 import { RejectCode, type Liquidity, type OrderKind, type OrderType, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
-import { bookAround, type BookLevel, type BookShape } from "./Book.js"
+import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
 
 export type PairStatus = "trading" | "halted"
 
@@ -170,6 +170,95 @@ const refuse = (status: Refusal["status"], code: string, msg: string, field?: st
 const BPS = new Decimal(10000)
 const TWO = new Decimal(2)
 
+/**
+ * Orders of one symbol waiting for the tape — resting limit orders or stops not yet
+ * triggered — in time priority, with the bounds of the prices that wake any of them,
+ * so a price that wakes none costs two comparisons and no allocation.
+ */
+class Waiting {
+  readonly orders: Array<Order> = []
+  /** The highest wake price among orders woken by a price at or below it. */
+  private highestBelow: Decimal | null = null
+  /** The lowest wake price among orders woken by a price at or above it. */
+  private lowestAbove: Decimal | null = null
+  /** An order left: the bounds may be too wide and are worked out again on the next read. */
+  private stale = false
+
+  constructor(
+    private readonly wakePrice: (order: Order) => Decimal,
+    private readonly wakesAbove: (order: Order) => boolean
+  ) {}
+
+  push(order: Order): void {
+    this.orders.push(order)
+    if (!this.stale) this.widen(order)
+  }
+
+  remove(order: Order): void {
+    const at = this.orders.indexOf(order)
+    if (at === -1) return
+    this.orders.splice(at, 1)
+    this.stale = true
+  }
+
+  /** Keeps only the orders `keep` accepts, in their order. */
+  retain(keep: (order: Order) => boolean): void {
+    const orders = this.orders
+    let kept = 0
+    for (let i = 0; i < orders.length; i++) {
+      const order = orders[i]!
+      if (keep(order)) orders[kept++] = order
+    }
+    if (kept === orders.length) return
+    orders.length = kept
+    this.stale = true
+  }
+
+  /** Whether `price` can wake any order; false means no order needs looking at. */
+  mayWake(price: Decimal): boolean {
+    if (this.orders.length === 0) return false
+    if (this.stale) {
+      this.highestBelow = null
+      this.lowestAbove = null
+      for (const order of this.orders) this.widen(order)
+      this.stale = false
+    }
+    return (this.highestBelow !== null && price.lte(this.highestBelow)) || (this.lowestAbove !== null && price.gte(this.lowestAbove))
+  }
+
+  private widen(order: Order): void {
+    const wake = this.wakePrice(order)
+    if (this.wakesAbove(order)) {
+      if (this.lowestAbove === null || wake.lt(this.lowestAbove)) this.lowestAbove = wake
+    } else if (this.highestBelow === null || wake.gt(this.highestBelow)) {
+      this.highestBelow = wake
+    }
+  }
+}
+
+/** A resting buy fills when the price comes down to its limit, a sell when it comes up to it. */
+const restingOrders = (): Waiting =>
+  new Waiting(
+    (order) => order.limitPrice!,
+    (order) => order.side === "sell"
+  )
+
+/** A buy stop triggers when the price rises to its stop price, a sell stop when it falls to it. */
+const stopOrders = (): Waiting =>
+  new Waiting(
+    (order) => order.stopPrice!,
+    (order) => order.side === "buy"
+  )
+
+/** The book sides orders last walked, kept while the pair and the price stay the same. */
+interface BookCache {
+  readonly pair: PairSpec
+  readonly price: Decimal
+  readonly spacing: Decimal
+  asks?: BookSide
+  bids?: BookSide
+}
+
 /** Error codes of placement and cancel refusals (HTTP 400/404/409). */
 export const RefusalCode = {
   invalidParameter: "INVALID_PARAMETER",
@@ -178,6 +267,24 @@ export const RefusalCode = {
   orderNotOpen: "ORDER_NOT_OPEN"
 } as const
 
+// Validation steps are module functions, not closures made per placement: placing is a hot path of a backtest.
+const positiveProblem = (field: string, value: Decimal, step: Decimal, stepName: string): Refusal | undefined => {
+  if (!value.isFinite() || value.lte(0)) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
+  if (!isMultipleOf(value, step)) {
+    return refuse(400, RefusalCode.invalidParameter, `${field} must be a multiple of the ${stepName} ${step.toFixed()}`, field, stepName === "tick size" ? "tick-size" : "step-size")
+  }
+  return undefined
+}
+
+const notionalProblem = (pair: PairSpec, value: Decimal): Refusal | undefined =>
+  value.lt(pair.minNotional)
+    ? refuse(400, RefusalCode.invalidParameter, `order value ${value.toFixed()} is below the minimum notional ${pair.minNotional.toFixed()}`, "baseQty", "below-min-notional")
+    : undefined
+
+const baseQtyProblem = (pair: PairSpec, value: Decimal): Refusal | undefined =>
+  positiveProblem("baseQty", value, pair.stepSize, "step size") ??
+  (value.lt(pair.minBaseQty) ? refuse(400, RefusalCode.invalidParameter, `baseQty is below the minimum ${pair.minBaseQty.toFixed()}`, "baseQty", "below-min-base-qty") : undefined)
+
 export class MatchingEngine {
   private readonly pairsBySymbol = new Map<string, PairSpec>()
   private readonly accounts = new Map<number, Account>()
@@ -185,8 +292,9 @@ export class MatchingEngine {
   /** Accepted, not yet settled; in acceptance order. */
   private unsettled: Array<Order> = []
   /** Per symbol: settled limit orders on the book, and stops waiting for their trigger, in time priority. */
-  private readonly resting = new Map<string, Array<Order>>()
-  private readonly stops = new Map<string, Array<Order>>()
+  private readonly resting = new Map<string, Waiting>()
+  private readonly stops = new Map<string, Waiting>()
+  private readonly books = new Map<string, BookCache>()
   private readonly prices = new Map<string, Decimal>()
   private readonly halted = new Set<string>()
   private orderSeq = 0
@@ -206,8 +314,8 @@ export class MatchingEngine {
   addPair(pair: PairSpec): void {
     this.pairsBySymbol.set(pair.symbol, pair)
     if (pair.status === "halted") this.halted.add(pair.symbol)
-    if (!this.resting.has(pair.symbol)) this.resting.set(pair.symbol, [])
-    if (!this.stops.has(pair.symbol)) this.stops.set(pair.symbol, [])
+    if (!this.resting.has(pair.symbol)) this.resting.set(pair.symbol, restingOrders())
+    if (!this.stops.has(pair.symbol)) this.stops.set(pair.symbol, stopOrders())
   }
 
   pair(symbol: string): PairSpec | undefined {
@@ -304,31 +412,19 @@ export class MatchingEngine {
   }
 
   private validate(pair: PairSpec, request: PlaceRequest): Refusal | undefined {
-    const positive = (field: string, value: Decimal, step: Decimal, stepName: string): Refusal | undefined => {
-      if (!value.isFinite() || value.lte(0)) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
-      if (!isMultipleOf(value, step)) {
-        return refuse(400, RefusalCode.invalidParameter, `${field} must be a multiple of the ${stepName} ${step.toFixed()}`, field, stepName === "tick size" ? "tick-size" : "step-size")
-      }
-      return undefined
-    }
-    const notional = (value: Decimal): Refusal | undefined =>
-      value.lt(pair.minNotional)
-        ? refuse(400, RefusalCode.invalidParameter, `order value ${value.toFixed()} is below the minimum notional ${pair.minNotional.toFixed()}`, "baseQty", "below-min-notional")
-        : undefined
-    const base = (value: Decimal): Refusal | undefined =>
-      positive("baseQty", value, pair.stepSize, "step size") ??
-      (value.lt(pair.minBaseQty)
-        ? refuse(400, RefusalCode.invalidParameter, `baseQty is below the minimum ${pair.minBaseQty.toFixed()}`, "baseQty", "below-min-base-qty")
-        : undefined)
     switch (request.type) {
       case "limit":
-        return base(request.baseQty) ?? positive("limitPrice", request.limitPrice, pair.tickSize, "tick size") ?? notional(request.baseQty.mul(request.limitPrice))
+        return (
+          baseQtyProblem(pair, request.baseQty) ??
+          positiveProblem("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
+          notionalProblem(pair, request.baseQty.mul(request.limitPrice))
+        )
       case "stop-limit":
         return (
-          base(request.baseQty) ??
-          positive("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
-          positive("stopPrice", request.stopPrice, pair.tickSize, "tick size") ??
-          notional(request.baseQty.mul(request.limitPrice))
+          baseQtyProblem(pair, request.baseQty) ??
+          positiveProblem("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
+          positiveProblem("stopPrice", request.stopPrice, pair.tickSize, "tick size") ??
+          notionalProblem(pair, request.baseQty.mul(request.limitPrice))
         )
       case "market": {
         const bps = request.maxSlippageBps
@@ -345,7 +441,7 @@ export class MatchingEngine {
             : undefined
         }
         const price = this.prices.get(pair.symbol)
-        return base(request.baseQty) ?? (price === undefined ? undefined : notional(request.baseQty.mul(price)))
+        return baseQtyProblem(pair, request.baseQty) ?? (price === undefined ? undefined : notionalProblem(pair, request.baseQty.mul(price)))
       }
     }
   }
@@ -364,8 +460,8 @@ export class MatchingEngine {
     order.kind = "cancelled"
     order.updatedAt = nowMs
     this.unsettled = this.unsettled.filter((o) => o !== order)
-    removeFrom(this.resting.get(order.pair.symbol), order)
-    removeFrom(this.stops.get(order.pair.symbol), order)
+    this.resting.get(order.pair.symbol)?.remove(order)
+    this.stops.get(order.pair.symbol)?.remove(order)
     return { ok: true, clientOrderId, kind: order.kind }
   }
 
@@ -431,11 +527,11 @@ export class MatchingEngine {
     const price = this.prices.get(order.pair.symbol)
     if (price !== undefined) {
       const levels = this.book(order.pair, price, order.side)
-      for (const level of levels) {
+      for (let i = 0, at = levels.priceAt(0); at !== undefined; at = levels.priceAt(++i)) {
         const remaining = order.baseQty!.sub(order.filledBaseQty)
         if (remaining.isZero()) break
-        if (order.side === "buy" ? level.price.gt(order.limitPrice!) : level.price.lt(order.limitPrice!)) break
-        this.fill(order, Decimal.min(remaining, level.baseQty), level.price, "taker", nowMs)
+        if (order.side === "buy" ? at.gt(order.limitPrice!) : at.lt(order.limitPrice!)) break
+        this.fill(order, Decimal.min(remaining, levels.level(i)!.baseQty), at, "taker", nowMs)
       }
     }
     if (order.kind !== "fill") {
@@ -445,13 +541,19 @@ export class MatchingEngine {
   }
 
   private trigger(order: Order, nowMs: number): void {
-    removeFrom(this.stops.get(order.pair.symbol), order)
+    this.stops.get(order.pair.symbol)?.remove(order)
     this.arrive(order, nowMs)
   }
 
-  private book(pair: PairSpec, price: Decimal, side: Side): ReadonlyArray<BookLevel> {
-    const book = bookAround(pair, price)
-    return side === "buy" ? book.asks : book.bids
+  /** The side of the synthetic book an order of `side` takes from. */
+  private book(pair: PairSpec, price: Decimal, side: Side): BookSide {
+    let cache = this.books.get(pair.symbol)
+    if (cache === undefined || cache.pair !== pair || cache.price !== price) {
+      cache = { pair, price, spacing: levelSpacing(pair, price) }
+      this.books.set(pair.symbol, cache)
+    }
+    if (side === "buy") return (cache.asks ??= new BookSide(pair, price, "asks", BOOK_LEVELS, cache.spacing))
+    return (cache.bids ??= new BookSide(pair, price, "bids", BOOK_LEVELS, cache.spacing))
   }
 
   private settleMarket(order: Order, nowMs: number): void {
@@ -537,24 +639,27 @@ export class MatchingEngine {
    * price reaches trigger. Orders that came to rest during this call wait for the next price.
    */
   onPrice(symbol: string, price: Decimal, nowMs: number): void {
-    const pair = this.pairsBySymbol.get(symbol)
-    if (pair === undefined) return
+    if (!this.pairsBySymbol.has(symbol)) return
     this.prices.set(symbol, price)
     if (this.halted.has(symbol)) return
-    const resting = this.resting.get(symbol) ?? []
-    if (resting.length > 0) {
-      for (const order of [...resting]) this.makerFill(order, price, nowMs)
-      this.resting.set(symbol, resting.filter((o) => o.kind === "resting"))
+    const resting = this.resting.get(symbol)
+    if (resting !== undefined && resting.mayWake(price)) {
+      let filled = false
+      for (const order of resting.orders) if (this.makerFill(order, price, nowMs)) filled = true
+      if (filled) resting.retain(isResting)
     }
-    const stops = this.stops.get(symbol) ?? []
-    for (const order of stops.filter((o) => stopReached(o, price))) this.trigger(order, nowMs)
+    const stops = this.stops.get(symbol)
+    if (stops !== undefined && stops.mayWake(price)) {
+      for (const order of stops.orders.filter((o) => stopReached(o, price))) this.trigger(order, nowMs)
+    }
   }
 
-  private makerFill(order: Order, price: Decimal, nowMs: number): void {
+  /** Fills a resting order as maker if the price reaches its limit; says whether it filled. */
+  private makerFill(order: Order, price: Decimal, nowMs: number): boolean {
     const limit = order.limitPrice!
     const crossed = order.side === "buy" ? price.lt(limit) : price.gt(limit)
-    const touched = price.eq(limit)
-    if (!crossed && !touched) return
+    const touched = !crossed && price.eq(limit)
+    if (!crossed && !touched) return false
     const remaining = order.baseQty!.sub(order.filledBaseQty)
     let qty = remaining
     if (touched) {
@@ -562,11 +667,21 @@ export class MatchingEngine {
       if (!half.isZero()) qty = half
     }
     this.fill(order, qty, limit, "maker", nowMs)
+    return true
   }
 
   /** Feeds a candle as its price path: open, then the nearer extreme, the other extreme, close. */
   onCandle(symbol: string, candle: Candle, nowMs: number): void {
-    for (const price of candlePath(candle)) this.onPrice(symbol, price, nowMs)
+    if (this.resting.get(symbol)?.orders.length === 0 && this.stops.get(symbol)?.orders.length === 0) {
+      // Nothing waits for the tape: only where the path ends matters.
+      this.prices.set(symbol, candle.close)
+      return
+    }
+    const rising = candle.close.gte(candle.open)
+    this.onPrice(symbol, candle.open, nowMs)
+    this.onPrice(symbol, rising ? candle.low : candle.high, nowMs)
+    this.onPrice(symbol, rising ? candle.high : candle.low, nowMs)
+    this.onPrice(symbol, candle.close, nowMs)
   }
 
   // ---- reads ------------------------------------------------------------------
@@ -574,6 +689,12 @@ export class MatchingEngine {
   order(uid: number, clientOrderId: string): OrderView | undefined {
     const order = this.orders.get(clientOrderId)
     return order === undefined || order.uid !== uid ? undefined : view(order)
+  }
+
+  /** An order's kind and filled quantity without building its view: what a poller compares every step. */
+  progress(uid: number, clientOrderId: string): { readonly kind: OrderKind; readonly filledBaseQty: Decimal } | undefined {
+    const order = this.orders.get(clientOrderId)
+    return order === undefined || order.uid !== uid ? undefined : order
   }
 
   /** Orders not yet terminal: accepted but unsettled, stops waiting, and resting orders. */
@@ -623,16 +744,12 @@ export class MatchingEngine {
   }
 }
 
-const removeFrom = (list: Array<Order> | undefined, order: Order): void => {
-  if (list === undefined) return
-  const at = list.indexOf(order)
-  if (at !== -1) list.splice(at, 1)
-}
+const isResting = (order: Order): boolean => order.kind === "resting"
 
 const stopReached = (order: Order, price: Decimal): boolean =>
   order.side === "buy" ? price.gte(order.stopPrice!) : price.lte(order.stopPrice!)
 
-/** The candle's price path: bullish candles dip first, bearish ones spike first. */
+/** The candle's price path: bullish candles dip first, bearish ones spike first (`onCandle` walks the same path). */
 export const candlePath = (candle: Candle): ReadonlyArray<Decimal> =>
   candle.close.gte(candle.open)
     ? [candle.open, candle.low, candle.high, candle.close]
@@ -647,13 +764,13 @@ interface PlannedFill {
  * The fills of a market order against the book, or undefined when it cannot fill
  * completely within its slippage bound (the order is then rejected as a whole).
  */
-const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: ReadonlyArray<BookLevel>): ReadonlyArray<PlannedFill> | undefined => {
+const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: BookSide): ReadonlyArray<PlannedFill> | undefined => {
   const slip = reference.mul(order.maxSlippageBps!).div(BPS)
   const plan: Array<PlannedFill> = []
   if (order.side === "buy") {
     const bound = reference.add(slip)
     let quoteLeft = order.quoteOrderQty!
-    for (const level of levels) {
+    for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
       const affordable = quantize(quoteLeft.div(level.price), pair.stepSize, "down")
       // The rest of the quote cannot buy one more step: the order is complete.
       if (affordable.isZero()) return plan.length === 0 ? undefined : plan
@@ -667,7 +784,7 @@ const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: Re
   }
   const bound = reference.sub(slip)
   let baseLeft = order.baseQty!
-  for (const level of levels) {
+  for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
     if (baseLeft.isZero()) break
     if (level.price.lt(bound)) return undefined
     const qty = Decimal.min(baseLeft, level.baseQty)

@@ -55,18 +55,42 @@ export class PriceWalk {
     return this.tickSize.mul(this.ticks)
   }
 
+  /** The price now, in whole ticks. */
+  get priceTicks(): number {
+    return this.ticks
+  }
+
   next(): Decimal {
+    this.nextTicks()
+    return this.price
+  }
+
+  /** Moves one step and returns the new price in ticks, without building a Decimal. */
+  nextTicks(): number {
     // Box-Muller: one normal draw per step.
     const u = 1 - this.random()
     const v = this.random()
     const normal = Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v)
     this.ticks = Math.max(1, this.ticks + Math.round(normal * this.volatility * this.ticks))
-    return this.price
+    return this.ticks
   }
 
   /** Traded base volume of one step: a whole number of steps, seeded like the price. */
   nextVolume(): Decimal {
-    return this.stepSize.mul(1 + Math.floor(this.random() * 1000))
+    return this.stepSize.mul(this.nextVolumeSteps())
+  }
+
+  /** The next step's volume as a count of steps. */
+  nextVolumeSteps(): number {
+    return 1 + Math.floor(this.random() * 1000)
+  }
+
+  ticksToPrice(ticks: number): Decimal {
+    return this.tickSize.mul(ticks)
+  }
+
+  stepsToQty(steps: number): Decimal {
+    return this.stepSize.mul(steps)
   }
 }
 
@@ -84,24 +108,36 @@ export const syntheticCandles = (
   const walk = new PriceWalk(options)
   const intervalMs = options.intervalMs ?? MINUTE_MS
   const startMs = options.startMs ?? 0
-  const candles: Array<Candle> = []
-  for (let i = 0; i < count; i++) candles.push(walkCandle(walk, startMs + i * intervalMs))
+  const candles = new Array<Candle>(count)
+  let open = walk.price
+  for (let i = 0; i < count; i++) {
+    const candle = walkCandle(walk, startMs + i * intervalMs, open)
+    candles[i] = candle
+    open = candle.close
+  }
   return candles
 }
 
-const walkCandle = (walk: PriceWalk, openTimeMs: number): Candle => {
-  const open = walk.price
-  let high = open
-  let low = open
-  let close = open
-  let volume = new Decimal(0)
+/**
+ * One candle of the walk, opening at `open` (the walk's price now). The steps are
+ * counted in whole ticks and steps, and only the candle's own prices and volume
+ * become Decimals, which are exactly the same values.
+ */
+const walkCandle = (walk: PriceWalk, openTimeMs: number, open: Decimal = walk.price): Candle => {
+  const openTicks = walk.priceTicks
+  let highTicks = openTicks
+  let lowTicks = openTicks
+  let closeTicks = openTicks
+  let volumeSteps = 0
   for (let s = 0; s < STEPS_PER_CANDLE; s++) {
-    close = walk.next()
-    if (close.gt(high)) high = close
-    if (close.lt(low)) low = close
-    volume = volume.add(walk.nextVolume())
+    closeTicks = walk.nextTicks()
+    if (closeTicks > highTicks) highTicks = closeTicks
+    if (closeTicks < lowTicks) lowTicks = closeTicks
+    volumeSteps += walk.nextVolumeSteps()
   }
-  return { openTimeMs, open, high, low, close, volume }
+  const close = closeTicks === openTicks ? open : walk.ticksToPrice(closeTicks)
+  const priceAt = (ticks: number): Decimal => (ticks === openTicks ? open : ticks === closeTicks ? close : walk.ticksToPrice(ticks))
+  return { openTimeMs, open, high: priceAt(highTicks), low: priceAt(lowTicks), close, volume: walk.stepsToQty(volumeSteps) }
 }
 
 export class InvalidCsv extends Error {

@@ -7,21 +7,19 @@
  * journal does not know, the ledger must equal the venue's fills row for row, and
  * the balances must agree.
  */
-import { spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
+import { killAll, pollUntil, svcbot } from "../support/daemon.js"
 import { startVenue } from "../support/venue.js"
 import { report, verify } from "./verify.js"
 
-const ROOT = resolve(import.meta.dirname, "../..")
 const KILLS = 3
 
-const children: Array<ChildProcess> = []
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  killAll()
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
@@ -34,30 +32,7 @@ const lcg = (seed: number) => {
   }
 }
 
-const startDaemon = (configPath: string, env: Record<string, string>, args: ReadonlyArray<string> = []) => {
-  const child = spawn(process.execPath, [join(ROOT, "bin/svcbot.js"), "run", "--config", configPath, ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  children.push(child)
-  let accepted = 0
-  let stderr = ""
-  child.stdout!.on("data", (chunk: Buffer) => {
-    accepted += chunk.toString("utf8").split('"order.accepted"').length - 1
-  })
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-  const exit = new Promise<number | null>((done) => child.on("exit", (code) => done(code)))
-  return { child, exit, accepted: () => accepted, stderr: () => stderr }
-}
-
-const waitFor = async (what: string, condition: () => boolean, deadlineMs: number) => {
-  const until = Date.now() + deadlineMs
-  while (!condition()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((done) => setTimeout(done, 50))
-  }
-}
+const accepted = (lines: ReadonlyArray<string>): number => lines.filter((line) => line.includes('"order.accepted"')).length
 
 describe("chaos: kill -9 of svcbot run", () => {
   it("random SIGKILLs and restarts of the daemon lose nothing and duplicate nothing", async () => {
@@ -83,15 +58,16 @@ describe("chaos: kill -9 of svcbot run", () => {
     const random = lcg(seed)
 
     for (let kill = 0; kill < KILLS; kill += 1) {
-      const daemon = startDaemon(configPath, env)
+      const daemon = svcbot(["run", "--config", configPath], env)
       // Kill once it is placing: after the first acceptances, plus a random part of a second.
-      await waitFor("the daemon's first placements", () => daemon.accepted() >= 1 + Math.floor(random() * 4), 60_000)
+      const wanted = 1 + Math.floor(random() * 4)
+      await pollUntil(async () => (accepted(daemon.lines) >= wanted ? true : undefined), 60_000, "the daemon's first placements", 10)
       await new Promise((done) => setTimeout(done, Math.floor(random() * 800)))
       daemon.child.kill("SIGKILL")
       await daemon.exit
     }
-    const last = startDaemon(configPath, env, ["--for", "8s"])
-    expect(await last.exit, last.stderr()).toBe(0)
+    const last = svcbot(["run", "--config", configPath, "--for", "8s"], env)
+    expect(await last.exit, last.stderr.join("")).toBe(0)
 
     const verdict = await verify(venue, join(dir, "svcbot.db"))
     console.log(`${report("kill -9 of svcbot run", verdict)}; kills ${KILLS}, seed ${seed}`)

@@ -6,6 +6,7 @@
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Decimal } from "../../src/domain/Decimal.js"
+import type { FillTableRow } from "../../src/store/FillLedger.js"
 import type { TestVenue } from "../support/venue.js"
 
 /**
@@ -49,19 +50,7 @@ interface OrderRowRaw {
   state: string
 }
 
-interface FillRowRaw {
-  fill_id: string
-  client_order_id: string | null
-  symbol: string
-  side: string
-  liquidity: string
-  price: string
-  base_qty: string
-  quote_qty: string
-  fee: string
-  fee_asset: string
-  time: number
-}
+type FillRowRaw = Omit<FillTableRow, "raw">
 
 export const verify = async (venue: TestVenue, dbPath: string): Promise<Verdict> => {
   const db = new BetterSqlite3(dbPath, { readonly: true })

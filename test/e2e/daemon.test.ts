@@ -3,69 +3,16 @@
  * embedded svc-venue (or a venue of the test's own), checked through its log
  * lines and its SQLite database.
  */
-import { spawn, type ChildProcess } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
-import BetterSqlite3 from "better-sqlite3"
+import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { events, killAll, pollUntil, query, ROOT, svcbot } from "../support/daemon.js"
 import { startVenue } from "../support/venue.js"
 
-const ROOT = resolve(import.meta.dirname, "../..")
-
-interface Run {
-  readonly child: ChildProcess
-  readonly lines: Array<string>
-  readonly stderr: Array<string>
-  readonly exit: Promise<number | null>
-}
-
-const children: Array<ChildProcess> = []
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
-})
-
-const svcbot = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Run => {
-  const child = spawn(process.execPath, [join(ROOT, "bin/svcbot.js"), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  children.push(child)
-  const lines: Array<string> = []
-  const stderr: Array<string> = []
-  let pending = ""
-  child.stdout!.on("data", (chunk: Buffer) => {
-    pending += chunk.toString("utf8")
-    const parts = pending.split("\n")
-    pending = parts.pop() ?? ""
-    lines.push(...parts.filter((line) => line !== ""))
-  })
-  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")))
-  const exit = new Promise<number | null>((done) => child.on("exit", (code) => done(code)))
-  return { child, lines, stderr, exit }
-}
-
-const events = (run: Run): Array<Record<string, unknown>> => run.lines.map((line) => JSON.parse(line) as Record<string, unknown>)
-
-const waitFor = async (what: string, condition: () => boolean, deadlineMs: number): Promise<void> => {
-  const until = Date.now() + deadlineMs
-  while (!condition()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((done) => setTimeout(done, 100))
-  }
-}
+afterAll(killAll)
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "svcbot-e2e-"))
-
-const query = <T>(dbPath: string, sql: string): Array<T> => {
-  const db = new BetterSqlite3(dbPath, { readonly: true })
-  try {
-    return db.prepare(sql).all() as Array<T>
-  } finally {
-    db.close()
-  }
-}
 
 const IN_FLIGHT = "('intent', 'submitting', 'unknown')"
 const OPEN = "('accepted', 'pending', 'resting')"
@@ -99,7 +46,7 @@ describe("svcbot run (paper trading on the embedded venue)", () => {
     const dir = tempDir()
     const dbPath = join(dir, "svcbot.db")
     const run = svcbot(["run", "--config", "config/default.json"], { SVC_DATABASE_PATH: dbPath })
-    await waitFor("resting orders", () => run.lines.filter((l) => l.includes('"order.accepted"')).length >= 5, 40_000)
+    await pollUntil(async () => (run.lines.filter((l) => l.includes('"order.accepted"')).length >= 5 ? true : undefined), 40_000, "resting orders", 100)
     run.child.kill("SIGTERM")
     const code = await run.exit
     expect(code).toBe(0)

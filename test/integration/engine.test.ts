@@ -191,6 +191,37 @@ describe("engine against svc-venue", () => {
     expect(await venueOrders(venue)).toEqual([])
   })
 
+  it("the tracker follows many resting orders with one open-orders call instead of a status call each", async () => {
+    const { venue, engine } = await setup({ tracker: { batchThreshold: 5, fastPollMs: 50, fastWindowMs: 200, restingPollMs: 100 } })
+    const calls = { status: 0, openOrders: 0 }
+    const handle = venue.venue.handle.bind(venue.venue)
+    venue.venue.handle = (request) => {
+      const path = request.target.split("?")[0]
+      if (path === "/api/spot/order") calls.status += 1
+      if (path === "/api/spot/open-orders") calls.openOrders += 1
+      return handle(request)
+    }
+    const intents: Array<Intent> = Array.from({ length: 12 }, (_, i) => ({
+      type: "limit",
+      tag: `bid-${i}`,
+      symbol: "BTCUSDT",
+      side: "buy",
+      baseQty: d("0.001"),
+      limitPrice: d(String(58_000 + i))
+    }))
+    await engine.run(Effect.flatMap(Engine, (e) => e.submit("s7", intents)))
+    const resting = Effect.map(Effect.flatMap(OrderJournal, (j) => j.inStates(["resting"])), (rows) => (rows.length === 12 ? rows : undefined))
+    await engine.run(eventually(resting, "twelve resting orders"))
+    calls.status = 0
+    calls.openOrders = 0
+    // Long enough for several slow polls of every order.
+    await engine.run(eventually(Effect.sync(() => (calls.openOrders >= 5 ? true : undefined)), "five open-orders polls"))
+    const polled = await engine.run(Effect.map(Effect.flatMap(OrderJournal, (j) => j.inStates(["resting"])), (rows) => rows.map((r) => r.polls)))
+    expect(Math.min(...polled)).toBeGreaterThan(3)
+    // Per-order polling would have cost at least 12 status calls per round.
+    expect(calls.status).toBeLessThan(calls.openOrders)
+  })
+
   it("the startup reconcile adopts open orders the journal does not know as external", async () => {
     const venue = await startVenue()
     cleanups.push(() => venue.close())

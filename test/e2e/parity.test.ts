@@ -1,0 +1,152 @@
+/**
+ * Backtest = paper, at the level of the whole daemon: one synthetic tape is played
+ * by the backtester in-process and by the real `svcbot run` trading on paper
+ * against a svc-venue whose replay tape the test steps one candle at a time.
+ * Fills (price, quantity, side, liquidity) and PnL must be identical.
+ *
+ * The daemon decides a candle is closed when `openTime + interval <= now`; the
+ * replayed candles lie in the past, so each is closed the moment it is stepped,
+ * and none exists before. The next candle is stepped only once the daemon has
+ * handed the last one to the strategy, its orders have reached a terminal kind
+ * and their fills have reached the strategy — the order of events a backtest
+ * guarantees (fills and order updates before the next candle). All of that is
+ * read from the daemon's own SQLite file and the venue's admin routes.
+ */
+import { Either } from "effect"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { runBacktest } from "../../src/backtest/Backtest.js"
+import { type ComparableFill, compareFills, describeMismatches } from "../../src/backtest/Parity.js"
+import { Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
+import { positionChange } from "../../src/strategy/orders.js"
+import { decodeParams } from "../../src/strategy/Strategy.js"
+import { decodeAccounts, devAccounts, devTradeKey, toFees, toPairSpec } from "../../src/venue/Accounts.js"
+import { syntheticCandles } from "../../src/venue/Tape.js"
+import smaCrossover from "../../strategies/sma-crossover.js"
+import { events, killAll, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
+import { startVenue } from "../support/venue.js"
+
+afterAll(killAll)
+
+const MINUTE = 60_000
+const pair = toPairSpec(decodeAccounts(devAccounts).pairs[0]!)
+const devBalance = (asset: string): Decimal => fromString(devAccounts.accounts[0]!.balances?.[asset] ?? "0")
+const rawParams = { fastPeriod: 3, slowPeriod: 8, entry: "market", quoteQty: "1000", maxSlippageBps: 50 }
+const params = Either.getOrThrow(decodeParams(smaCrossover, "parity", rawParams))
+const tape = syntheticCandles(60, { seed: 5, startPrice: new Decimal(60000), tickSize: pair.tickSize, stepSize: pair.stepSize, startMs: Date.UTC(2024, 0, 1) })
+const setup = (candles: typeof tape) => ({
+  strategy: smaCrossover,
+  params,
+  pair,
+  fees: toFees(devAccounts.fees),
+  settleDelayMs: 50,
+  balances: { USDT: devBalance("USDT"), BTC: devBalance("BTC") },
+  candles,
+  intervalMs: MINUTE
+})
+
+/**
+ * The backtest never settles what is placed at the last close, while the daemon
+ * would: the tape ends on the last candle after which the strategy placed nothing.
+ * A run is causal, so the full run's last fill time tells where that is.
+ */
+const full = Either.getOrThrow(runBacktest(setup(tape)))
+let length = tape.length
+while (length > 1 && full.fills.some((f) => f.time > tape[length - 1]!.openTimeMs + MINUTE)) length -= 1
+const candles = tape.slice(0, length)
+const expected = Either.getOrThrow(runBacktest(setup(candles)))
+
+interface StoredState {
+  readonly entryTag: string | null
+  readonly exitTag: string | null
+  readonly position: string
+}
+
+interface VenueFill {
+  readonly side: "buy" | "sell"
+  readonly liquidity: "maker" | "taker"
+  readonly price: string
+  readonly baseQty: string
+  readonly fee: string
+  readonly feeAsset: string
+}
+
+describe("backtest and the paper-trading daemon, driven by the same tape", () => {
+  it("produce identical fills and PnL for sma-crossover with market entries and exits", async () => {
+    expect(expected.fills.length, "the tape makes the strategy trade").toBeGreaterThanOrEqual(4)
+    const venue = await startVenue({ tape: { kind: "csv", candles }, tickMs: 0, settleMs: 50, limits: { ordersPer10s: 10_000, weightPerMinute: 1_000_000 } })
+    try {
+      const dir = mkdtempSync(join(tmpdir(), "svcbot-parity-"))
+      const dbPath = join(dir, "svcbot.db")
+      const configPath = join(dir, "config.json")
+      writeFileSync(
+        configPath,
+        JSON.stringify({
+          mode: "paper",
+          venue: { embedded: false, baseUrl: venue.url, settleMs: 50 },
+          database: { path: dbPath },
+          engine: { cancelOnStop: true, fillSyncIntervalMs: 1000 },
+          strategies: [{ id: "parity-sma", strategy: "sma-crossover", symbol: "BTCUSDT", candleInterval: "1m", pollMs: 250, params: rawParams }]
+        })
+      )
+      const run = svcbot(["run", "--config", configPath], { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret })
+      await waitForEvent(run, "config.loaded", 60_000)
+
+      const venueFills = async (): Promise<ReadonlyArray<VenueFill>> =>
+        ((await venue.admin("GET", `/_venue/fills?uid=${devTradeKey.uid}`)) as { fills: ReadonlyArray<VenueFill> }).fills
+      for (const [index, candle] of candles.entries()) {
+        await venue.admin("POST", "/_venue/tape", { steps: 1 })
+        await pollUntil(
+          async () => {
+            if (run.child.exitCode !== null) throw new Error(`svcbot exited (${run.child.exitCode}): ${run.stderr.join("")}`)
+            const [row] = query<{ state: string; last_candle_open: number | null }>(dbPath, "SELECT state, last_candle_open FROM strategy_state WHERE strategy_id = 'parity-sma'")
+            if (row?.last_candle_open !== candle.openTimeMs) return undefined
+            const state = JSON.parse(row.state) as StoredState
+            // An order in flight keeps its tag until its final update reached the strategy.
+            if (state.entryTag !== null || state.exitTag !== null) return undefined
+            const fills = await venueFills()
+            const stored = query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM fills")[0]!.n
+            if (stored !== fills.length) return undefined
+            // And every fill reached the strategy: its position is what the fills add up to.
+            let position = ZERO
+            for (const fill of fills) {
+              position = position.add(positionChange({ side: fill.side, baseQty: fromString(fill.baseQty), fee: fromString(fill.fee), feeAsset: fill.feeAsset }, pair.base))
+              if (position.lt(0)) position = ZERO
+            }
+            return fromString(state.position).eq(position) ? true : undefined
+          },
+          20_000,
+          `the daemon to settle candle ${index + 1} of ${candles.length}`
+        )
+      }
+      run.child.kill("SIGTERM")
+      expect(await run.exit, run.stderr.join("")).toBe(0)
+
+      const actual: Array<ComparableFill> = (await venueFills()).map((f) => ({ side: f.side, liquidity: f.liquidity, price: fromString(f.price), baseQty: fromString(f.baseQty) }))
+      const mismatches = compareFills(expected.fills, actual)
+      process.stdout.write(`daemon parity over ${candles.length} candles: ${expected.fills.length} backtest fills, ${actual.length} daemon fills, ${mismatches.length} mismatches\n`)
+      expect(describeMismatches(mismatches)).toBe("")
+
+      const { accounts } = (await venue.admin("GET", "/_venue/accounts")) as {
+        accounts: ReadonlyArray<{ uid: number; balances: ReadonlyArray<{ asset: string; free: string; locked: string }> }>
+      }
+      const rows = accounts.find((a) => a.uid === devTradeKey.uid)!.balances
+      const held = (asset: string): Decimal => {
+        const row = rows.find((r) => r.asset === asset)
+        return row === undefined ? ZERO : fromString(row.free).plus(fromString(row.locked))
+      }
+      const last = candles[candles.length - 1]!
+      const paperPnl = held("USDT").plus(held("BTC").mul(last.close)).minus(devBalance("USDT").plus(devBalance("BTC").mul(candles[0]!.open)))
+      expect(paperPnl.toFixed()).toBe(expected.metrics.pnl.toFixed())
+
+      // The daemon's own evidence of the run replays the same candles and finds the same fills.
+      const recorded = events(run).find((e) => e.event === "paper.recorded" && e.strategy === "parity-sma")
+      process.stdout.write(`recorded paper run: ${JSON.stringify(recorded)}\n`)
+      expect(recorded).toMatchObject({ candles: candles.length, fills: expected.fills.length, fillMismatches: 0, pnl: expected.metrics.pnl.toFixed() })
+    } finally {
+      await venue.close()
+    }
+  }, 90_000)
+})
