@@ -23,6 +23,11 @@ const pairEntry = decodeAccounts(devAccounts).pairs[0]!
 const pair = toPairSpec(pairEntry)
 
 const seconds = (fromNs: bigint): number => Number(process.hrtime.bigint() - fromNs) / 1e9
+/** CPU time of this process since `from`: on a shared machine it says what the run cost when wall time is stretched by others. */
+const cpuSeconds = (from: NodeJS.CpuUsage): number => {
+  const used = process.cpuUsage(from)
+  return (used.user + used.system) / 1e6
+}
 
 let started = process.hrtime.bigint()
 const candles = syntheticCandles(count, { seed: 42, startPrice: new Decimal(pairEntry.price), tickSize: pair.tickSize, stepSize: pair.stepSize, startMs: Date.UTC(2024, 0, 1) })
@@ -44,6 +49,7 @@ const bareSeconds = seconds(started)
 
 const params = Either.getOrThrow(decodeParams(smaCrossover, "bench", { fastPeriod: 20, slowPeriod: 100, entry: "market", quoteQty: "1000" }))
 started = process.hrtime.bigint()
+const cpuStarted = process.cpuUsage()
 const outcome = runBacktest({
   strategy: smaCrossover,
   params,
@@ -55,6 +61,7 @@ const outcome = runBacktest({
   intervalMs: 60_000
 })
 const backtestSeconds = seconds(started)
+const backtestCpuSeconds = cpuSeconds(cpuStarted)
 if (Either.isLeft(outcome)) throw outcome.left
 const result = outcome.right
 
@@ -69,6 +76,7 @@ process.stdout.write(
     `backtest throughput, ${count} synthetic one-minute candles (generated in ${generateSeconds.toFixed(1)} s), one core`,
     `${"run".padEnd(28)}${"candles/s".padStart(14)}${"vs bare".padStart(12)}`,
     ...rows.map(([name, rate, ratio]) => `${name.padEnd(28)}${rate.padStart(14)}${ratio.padStart(12)}`),
+    `backtest: ${backtestSeconds.toFixed(2)} s wall, ${backtestCpuSeconds.toFixed(2)} s CPU (${(count / backtestCpuSeconds).toFixed(0)} candles per CPU second)`,
     `goal ${GOAL_CANDLES_PER_SECOND} candles/s: ${backtestRate >= GOAL_CANDLES_PER_SECOND ? "met" : `not met (${((backtestRate / GOAL_CANDLES_PER_SECOND) * 100).toFixed(1)} % of it)`}`,
     `fills ${result.fills.length}, closed trades ${result.metrics.trades}, checksum ${checksum}`,
     ""
@@ -80,6 +88,7 @@ process.stdout.write(
     candles: count,
     bareCandlesPerSecond: Math.round(bareRate),
     backtestCandlesPerSecond: Math.round(backtestRate),
+    backtestCandlesPerCpuSecond: Math.round(count / backtestCpuSeconds),
     ratioToBare: backtestRate / bareRate,
     goalCandlesPerSecond: GOAL_CANDLES_PER_SECOND,
     goalMet: backtestRate >= GOAL_CANDLES_PER_SECOND,
