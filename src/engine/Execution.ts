@@ -130,7 +130,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const name = STATE_EVENTS[row.state]
         if (name !== undefined) {
           yield* logEvent(name, {
-            strategyId: row.strategyId,
+            strategy: row.strategyId,
             tag: row.tag,
             intentId: row.intentId,
             clientOrderId: row.clientOrderId,
@@ -287,9 +287,9 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           if (assessment.reason === "kill-switch") {
             const day = startOfUtcDay(now)
             const tripped = yield* Ref.modify(killSwitchDay, (m) => [m.get(strategyId) === day, new Map(m).set(strategyId, day)])
-            if (!tripped) yield* logEvent("risk.kill-switch", { strategyId, detail: assessment.detail })
+            if (!tripped) yield* logEvent("risk.kill-switch", { strategy: strategyId, detail: assessment.detail })
           }
-          yield* logEvent("risk.refused", { strategyId, tag: intent.tag, intentId, reason: assessment.reason, detail: assessment.detail })
+          yield* logEvent("risk.refused", { strategy: strategyId, tag: intent.tag, intentId, reason: assessment.reason, detail: assessment.detail })
           return { _tag: "Refused", intentId, tag: intent.tag, reason: assessment.reason, detail: assessment.detail } as const
         }
         const order = yield* journal.journalPlacement({
@@ -300,7 +300,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           now
         })
         yield* logEvent("order.intent", {
-          strategyId,
+          strategy: strategyId,
           tag: intent.tag,
           intentId: order.intentId,
           symbol: order.symbol,

@@ -120,7 +120,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
             if (row !== undefined) {
               adopted += 1
               yield* logEvent("order.reconciled", {
-                strategyId: row.strategyId,
+                strategy: row.strategyId,
                 tag: row.tag,
                 intentId: row.intentId,
                 clientOrderId: row.clientOrderId,

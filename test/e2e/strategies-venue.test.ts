@@ -128,7 +128,7 @@ describe("every shipped strategy runs against svc-venue through the daemon", () 
   for (const instance of instances) {
     it(`${instance.id} (${instance.strategy}) started, journaled intents, and left no order open`, async () => {
       const { events } = await run()
-      const mine = events.filter((e) => e.strategy === instance.id || e.strategyId === instance.id)
+      const mine = events.filter((e) => e.strategy === instance.id)
       const intents = query<{ type: string; outcome: string | null }>(dbPath, "SELECT type, outcome FROM intents WHERE strategy_id = ?", instance.id)
       const orders = query<{ state: OrderState; n: number }>(dbPath, "SELECT state, count(*) AS n FROM orders WHERE strategy_id = ? GROUP BY state", instance.id)
       const fills = query<{ n: number }>(

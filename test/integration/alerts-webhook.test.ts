@@ -256,7 +256,7 @@ describe("alert webhook", () => {
           AlertWebhook.Default({ url: receiver.url, ...fast, attemptTimeoutMs: 30_000 }).pipe(Layer.provide(NodeHttpClient.layerUndici)),
           scope
         )
-        yield* Context.get(context, AlertWebhook).notify("risk.kill-switch", { strategyId: "grid-1" })
+        yield* Context.get(context, AlertWebhook).notify("risk.kill-switch", { strategy: "grid-1" })
         yield* Effect.promise(() => waitFor(() => receiver.received.length === 1, "the first delivery to reach the receiver"))
         yield* Scope.close(scope, Exit.void)
       }).pipe(Effect.provide(log.layer))

@@ -167,7 +167,7 @@ describe("engine against svc-venue", () => {
       )
     )
     expect(results[0]).toMatchObject({ _tag: "Refused", reason: "price-collar" })
-    expect(engine.log.events("risk.refused")).toEqual([expect.objectContaining({ reason: "price-collar", tag: "far", strategyId: "s4" })])
+    expect(engine.log.events("risk.refused")).toEqual([expect.objectContaining({ reason: "price-collar", tag: "far", strategy: "s4" })])
     expect(await venueOrders(venue)).toEqual([])
   })
 
