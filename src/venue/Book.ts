@@ -90,10 +90,10 @@ export class BookSide {
   }
 }
 
-export const bookAround = (shape: BookShape, price: Decimal, levels: number = BOOK_LEVELS): Book => ({
-  bids: new BookSide(shape, price, "bids", levels).all(),
-  asks: new BookSide(shape, price, "asks", levels).all()
-})
+export const bookAround = (shape: BookShape, price: Decimal, levels: number = BOOK_LEVELS): Book => {
+  const spacing = levelSpacing(shape, price)
+  return { bids: new BookSide(shape, price, "bids", levels, spacing).all(), asks: new BookSide(shape, price, "asks", levels, spacing).all() }
+}
 
 const levelQty = (shape: BookShape, price: Decimal, k: number): Decimal => {
   const qty = quantize(shape.depthNotional.mul(k).div(price), shape.stepSize, "down")

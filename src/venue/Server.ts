@@ -4,7 +4,7 @@
  * more than 64 KiB is drained and answered 413), hands the request to the synchronous
  * `Venue`, and writes its answer. Settlement and the tape run as scoped fibers.
  */
-import { Headers, HttpMiddleware, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpMiddleware, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Data, Duration, Effect, Schedule, type Scope } from "effect"
 import * as http from "node:http"
@@ -49,11 +49,11 @@ export interface RunningVenue {
 /** How often accepted orders are checked for settlement when no request arrives. */
 const SETTLEMENT_POLL = Schedule.spaced(Duration.millis(10))
 
+const NO_BODY = new Uint8Array(0)
+
 /** Reads the whole body; undefined when it exceeded MAX_BODY_BYTES (the rest is drained, not kept). */
-const readBody = (incoming: IncomingMessage): Effect.Effect<Uint8Array | undefined> => {
-  const length = incoming.headers["content-length"]
-  if ((length === undefined || length === "0") && incoming.headers["transfer-encoding"] === undefined) return Effect.succeed(new Uint8Array(0))
-  return Effect.async<Uint8Array | undefined>((resume) => {
+const readBody = (incoming: IncomingMessage): Effect.Effect<Uint8Array | undefined> =>
+  Effect.async<Uint8Array | undefined>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const onData = (chunk: Buffer) => {
@@ -72,32 +72,59 @@ const readBody = (incoming: IncomingMessage): Effect.Effect<Uint8Array | undefin
       incoming.off("error", onError)
     })
   })
+
+const hasBody = (incoming: IncomingMessage): boolean => {
+  const length = incoming.headers["content-length"]
+  return (length !== undefined && length !== "0") || incoming.headers["transfer-encoding"] !== undefined
 }
 
-const app = (venue: Venue) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    const body = yield* readBody(incoming)
-    const target = incoming.url ?? "/"
-    const latency = venue.faults.latencyMs
-    if (latency > 0 && target.startsWith("/api")) yield* Effect.sleep(Duration.millis(latency))
-    const result = venue.handle({
-      method: incoming.method ?? "GET",
-      target,
-      headers: incoming.headers,
-      body,
-      remoteAddress: incoming.socket.remoteAddress ?? ""
-    })
-    if (result.event !== undefined) yield* logEvent(result.event.name, result.event.fields)
+/**
+ * Stands for an answer already written to node's response: the server writes
+ * nothing more for a response that has ended.
+ */
+const WRITTEN = HttpServerResponse.empty()
+
+/**
+ * Hands the request to the venue and writes its answer straight to node's
+ * response, in one socket write with the head: the answer is a string with its
+ * length, and nothing on the way needs to see it.
+ */
+const respond = (venue: Venue, request: HttpServerRequest.HttpServerRequest, incoming: IncomingMessage, body: Uint8Array | undefined) => {
+  const result = venue.handle({
+    method: incoming.method ?? "GET",
+    target: incoming.url ?? "/",
+    headers: incoming.headers,
+    body,
+    remoteAddress: incoming.socket.remoteAddress ?? ""
+  })
+  const write = (): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
     if (result.dropResponse === true) {
       // The order stands; only its answer is lost, as when a connection breaks after acceptance.
       incoming.socket.destroy()
-      return yield* Effect.interrupt
+      return Effect.interrupt
     }
-    // A raw string body with its length goes out in one socket write together with the head.
     result.headers["content-length"] = String(Buffer.byteLength(result.body))
-    return HttpServerResponse.raw(result.body, { status: result.status, headers: Headers.fromInput(result.headers) })
+    NodeHttpServerRequest.toServerResponse(request).writeHead(result.status, result.headers).end(result.body)
+    return Effect.succeed(WRITTEN)
+  }
+  return result.event === undefined ? write() : Effect.flatMap(logEvent(result.event.name, result.event.fields), write)
+}
+
+/** The fault profile's added latency comes before the venue sees the request. */
+const delayed = (venue: Venue, request: HttpServerRequest.HttpServerRequest, incoming: IncomingMessage, body: Uint8Array | undefined) => {
+  const latency = venue.faults.latencyMs
+  if (latency > 0 && (incoming.url ?? "/").startsWith("/api")) {
+    return Effect.zipRight(Effect.sleep(Duration.millis(latency)), Effect.suspend(() => respond(venue, request, incoming, body)))
+  }
+  return respond(venue, request, incoming, body)
+}
+
+const app = (venue: Venue) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    // Most requests carry no body: they are answered without waiting for one.
+    if (!hasBody(incoming)) return delayed(venue, request, incoming, NO_BODY)
+    return Effect.flatMap(readBody(incoming), (body) => delayed(venue, request, incoming, body))
   })
 
 /** Serves svc-venue until the scope closes. */

@@ -322,6 +322,15 @@ type AuthResult =
 
 const INTEGER = /^\d{1,16}$/
 
+// Defined once here rather than as closures in `authenticate`: it runs for every key request.
+const invalidKey = (): AuthResult => ({ ok: false, failed: true, answer: failure(401, ErrorCode.apiKeyInvalid, "the API key, its signature or the request body is not valid") })
+
+const stale = (nowMs: number, reason: string, msg: string): AuthResult => ({
+  ok: false,
+  failed: false,
+  answer: failure(401, ErrorCode.apiKeyTimestampInvalid, msg, { reason, server_time_ms: nowMs })
+})
+
 export class Venue {
   readonly engine: MatchingEngine
   readonly accounts = new AccountBook()
@@ -503,7 +512,6 @@ export class Venue {
   }
 
   private authenticate(request: VenueRequest, keyId: string | undefined, address: string, nowMs: number): AuthResult {
-    const invalidKey = (): AuthResult => ({ ok: false, failed: true, answer: failure(401, ErrorCode.apiKeyInvalid, "the API key, its signature or the request body is not valid") })
     const timestamp = header(request, "x-svc-timestamp")
     const recvWindow = header(request, "x-svc-recv-window")
     const presented = header(request, "x-svc-signature")
@@ -517,19 +525,14 @@ export class Venue {
     if (key.whitelist.size > 0 && !key.whitelist.has(address)) return invalidKey()
     const canonical = { method: request.method, target: request.target, timestamp, recvWindow, body }
     if (!verifySignature(key.secret, canonical, presented)) return invalidKey()
-    const stale = (reason: string, msg: string): AuthResult => ({
-      ok: false,
-      failed: false,
-      answer: failure(401, ErrorCode.apiKeyTimestampInvalid, msg, { reason, server_time_ms: nowMs })
-    })
-    if (!INTEGER.test(timestamp)) return stale("timestamp-malformed", `${Header.timestamp} must be integer milliseconds since the epoch`)
+    if (!INTEGER.test(timestamp)) return stale(nowMs, "timestamp-malformed", `${Header.timestamp} must be integer milliseconds since the epoch`)
     if (!INTEGER.test(recvWindow) || Number(recvWindow) < 1 || Number(recvWindow) > RECV_WINDOW_MAX_MS) {
-      return stale("recv-window-out-of-range", `${Header.recvWindow} must be an integer from 1 to ${RECV_WINDOW_MAX_MS}`)
+      return stale(nowMs, "recv-window-out-of-range", `${Header.recvWindow} must be an integer from 1 to ${RECV_WINDOW_MAX_MS}`)
     }
     const ts = Number(timestamp)
     const window = Number(recvWindow)
-    if (nowMs - ts > window) return stale("timestamp-too-old", "the request timestamp is older than the receive window allows")
-    if (ts - nowMs > window) return stale("timestamp-in-future", "the request timestamp is ahead of the server clock by more than the receive window")
+    if (nowMs - ts > window) return stale(nowMs, "timestamp-too-old", "the request timestamp is older than the receive window allows")
+    if (ts - nowMs > window) return stale(nowMs, "timestamp-in-future", "the request timestamp is ahead of the server clock by more than the receive window")
     return { ok: true, key, signature: presented, timestampMs: ts }
   }
 
