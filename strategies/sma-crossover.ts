@@ -9,7 +9,7 @@
  * O(1) in place, and Decimal math happens only on a crossing.
  */
 import { Schema } from "effect"
-import { Decimal, ZERO } from "../src/domain/Decimal.js"
+import { Decimal, toFloat, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import { smaPush, smaReady, smaValue, smaWindow, type SmaWindow } from "../src/strategy/indicators.js"
 import { FreeFunds, limitOrder, marketBuy, marketSell, positionChange, qtyForQuote, shiftBps, tradingPair } from "../src/strategy/orders.js"
@@ -139,7 +139,7 @@ export default defineStrategy<Params, State>({
       state.slow = smaWindow(params.slowPeriod)
       state.trend = 0
     }
-    const close = candle.close.toNumber()
+    const close = toFloat(candle.close)
     smaPush(state.fast, close)
     smaPush(state.slow, close)
     if (!smaReady(state.slow)) return result(state)

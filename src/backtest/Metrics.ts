@@ -4,7 +4,7 @@
  * statistics over the Decimal equity series and are computed in floating point
  * from it: they are estimates by nature and a float's 15 digits are plenty.
  */
-import { Decimal, toJsonNumber, ZERO } from "../domain/Decimal.js"
+import { Decimal, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
 import type { FillEvent } from "../strategy/Strategy.js"
 
 /** A fill of a run: what the strategy heard (`FillEvent`) and the venue's id of its order. */
@@ -162,8 +162,14 @@ export const computeMetrics = (input: MetricsInput): Metrics => {
   const finalEquity = input.equity[candles - 1] ?? input.initialEquity
   const pnl = finalEquity.minus(input.initialEquity)
   const series = new Array<number>(candles + 1)
-  series[0] = input.initialEquity.toNumber()
-  for (let i = 0; i < candles; i++) series[i + 1] = input.equity[i]!.toNumber()
+  series[0] = toFloat(input.initialEquity)
+  // While nothing is held the equity is the same Decimal candle after candle: convert it once.
+  let previous: Decimal = input.initialEquity
+  for (let i = 0; i < candles; i++) {
+    const equity = input.equity[i]!
+    series[i + 1] = equity === previous ? series[i]! : toFloat(equity)
+    previous = equity
+  }
   const durationMs = candles * input.intervalMs
   const growth = input.initialEquity.gt(0) ? finalEquity.div(input.initialEquity).toNumber() : Number.NaN
   const annualised = durationMs > 0 && growth >= 0 ? (Math.pow(growth, YEAR_MS / durationMs) - 1) * 100 : Number.NaN

@@ -5,7 +5,7 @@
  * thousand points per chart: every bucket keeps its first, lowest, highest and
  * last value, so spikes and drawdowns stay visible.
  */
-import type { Decimal } from "../domain/Decimal.js"
+import { type Decimal, toFloat } from "../domain/Decimal.js"
 import type { Candle } from "./Candles.js"
 import type { Metrics, RunFill } from "./Metrics.js"
 
@@ -126,15 +126,15 @@ const priceChart = (input: ReportInput): string => {
   for (let i = 0; i < n; i++) {
     const candle = input.candles[i]!
     times[i] = candle.openTimeMs
-    closes[i] = candle.close.toNumber()
-    lo = Math.min(lo, candle.low.toNumber())
-    hi = Math.max(hi, candle.high.toNumber())
+    closes[i] = toFloat(candle.close)
+    lo = Math.min(lo, toFloat(candle.low))
+    hi = Math.max(hi, toFloat(candle.high))
   }
   if (n === 0) return chart("price-chart", "Price", "")
   const scale = makeScale(input.metrics.fromMs, input.metrics.toMs, lo, hi)
   const markers = input.fills.slice(0, MAX_MARKERS).map((fill) => {
     const x = scale.x(fill.time)
-    const y = scale.y(fill.price.toNumber())
+    const y = scale.y(toFloat(fill.price))
     const points =
       fill.side === "buy"
         ? `${x.toFixed(1)},${(y - 1).toFixed(1)} ${(x - 5).toFixed(1)},${(y + 8).toFixed(1)} ${(x + 5).toFixed(1)},${(y + 8).toFixed(1)}`
@@ -158,10 +158,10 @@ const equityCharts = (input: ReportInput): string => {
   const values = new Float64Array(n + 1)
   const drawdowns = new Float64Array(n + 1)
   times[0] = input.metrics.fromMs
-  values[0] = input.metrics.initialEquity.toNumber()
+  values[0] = toFloat(input.metrics.initialEquity)
   for (let i = 0; i < n; i++) {
     times[i + 1] = input.metrics.fromMs + (i + 1) * input.intervalMs
-    values[i + 1] = input.equity[i]!.toNumber()
+    values[i + 1] = toFloat(input.equity[i]!)
   }
   let peak = values[0]!
   let lo = values[0]!

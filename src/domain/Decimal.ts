@@ -81,3 +81,26 @@ export const quantize = (value: Decimal, step: Decimal, rounding: Rounding): Dec
 export const isMultipleOf = (value: Decimal, step: Decimal): boolean => value.mod(step).isZero()
 
 export const ZERO = new Decimal(0)
+
+/** Powers of ten that a double holds exactly. */
+const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
+
+/**
+ * The nearest double to a decimal, for signals and ratios only (indicators,
+ * Sharpe) — never for money. The same result as `value.toNumber()`, without its
+ * detour through a string: decimal.js keeps base-1e7 limbs whose radix point sits
+ * on a limb boundary, so when the limbs make an integer below 2^53 and the power
+ * of ten is exact, one multiplication or division of exact doubles is the
+ * correctly rounded answer. Anything else takes the general path.
+ */
+export const toFloat = (value: Decimal): number => {
+  const limbs = (value as unknown as { d: ReadonlyArray<number> | null }).d
+  if (limbs === null || limbs.length > 3) return value.toNumber()
+  let mantissa = 0
+  for (const limb of limbs) mantissa = mantissa * 1e7 + limb
+  if (mantissa > Number.MAX_SAFE_INTEGER) return value.toNumber()
+  const power = 7 * (Math.floor(value.e / 7) - (limbs.length - 1))
+  if (power > 22 || power < -22) return value.toNumber()
+  const magnitude = power >= 0 ? mantissa * EXACT_POWERS_OF_TEN[power]! : mantissa / EXACT_POWERS_OF_TEN[-power]!
+  return value.s < 0 ? -magnitude : magnitude
+}

@@ -190,6 +190,20 @@ interface Wire {
 
 const LOST: Outcome = { _tag: "Lost" }
 
+const headerOf =
+  (headers: Readonly<Record<string, string | undefined>>) =>
+  (name: string): string | undefined =>
+    headers[name.toLowerCase()]
+
+const unknownPlacement = (call: Call<unknown>, reason: PlacementOutcomeUnknown["reason"], detail: string, sentAtMs: number) =>
+  new PlacementOutcomeUnknown({
+    endpoint: call.path,
+    request: placementRequestOf(call.orderType ?? "limit", call.body ?? {}),
+    sentAtMs,
+    reason,
+    detail
+  })
+
 const readAnswer = (response: HttpClientResponse.HttpClientResponse) =>
   Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))
 
@@ -316,7 +330,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           }
           const receivedAtLocalMs = (yield* localTimes).wallMs
           const { status, text, headers } = sent.right
-          const header = (name: string): string | undefined => headers[name.toLowerCase()]
+          const header = headerOf(headers)
           let json: unknown
           try {
             json = text === "" ? undefined : parse(text)
@@ -348,27 +362,19 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
             demand: { endpoint: `${call.method} ${call.path}`, priority: call.priority, placement: call.kind === "placement" }
           }
           const retriable = call.method === "GET" || call.kind === "cancel"
-          const unknownPlacement = (reason: PlacementOutcomeUnknown["reason"], detail: string, sentAtMs: number) =>
-            new PlacementOutcomeUnknown({
-              endpoint: call.path,
-              request: placementRequestOf(call.orderType ?? "limit", call.body ?? {}),
-              sentAtMs,
-              reason,
-              detail
-            })
           let clockCorrected = false
           let retries = 0
           for (;;) {
             const outcome = yield* attempt(call, wire)
             let failure: SvcError
             if (outcome._tag === "Lost") {
-              if (call.kind === "placement" && !outcome.neverSent) return yield* Effect.fail(unknownPlacement(outcome.reason, outcome.detail, outcome.sentAtMs))
+              if (call.kind === "placement" && !outcome.neverSent) return yield* Effect.fail(unknownPlacement(call, outcome.reason, outcome.detail, outcome.sentAtMs))
               failure = new NetworkError({ endpoint: call.path, reason: outcome.reason, detail: outcome.detail })
             } else if (outcome.error === undefined) {
               const decoded = call.decode(outcome.json, outcome.sentAtMs)
               if (Either.isRight(decoded)) return decoded.right
               if (call.kind === "placement") {
-                return yield* Effect.fail(unknownPlacement("unreadable-answer", `HTTP ${outcome.status}: ${decoded.left.message}`, outcome.sentAtMs))
+                return yield* Effect.fail(unknownPlacement(call, "unreadable-answer", `HTTP ${outcome.status}: ${decoded.left.message}`, outcome.sentAtMs))
               }
               yield* logEvent("request.failed", { endpoint: call.path, error: decoded.left._tag, field: decoded.left.field, detail: decoded.left.detail })
               return yield* Effect.fail(decoded.left)
@@ -380,7 +386,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
                 continue
               }
               if (failure._tag === "ServerUnavailable" && call.kind === "placement") {
-                return yield* Effect.fail(unknownPlacement("server-error", `HTTP ${failure.status}`, outcome.sentAtMs))
+                return yield* Effect.fail(unknownPlacement(call, "server-error", `HTTP ${failure.status}`, outcome.sentAtMs))
               }
             }
             const transient = failure._tag === "NetworkError" || failure._tag === "ServerUnavailable"

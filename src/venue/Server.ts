@@ -14,6 +14,7 @@ import { logEvent } from "../log/Logger.js"
 import { devAccounts, type AccountsFile } from "./Accounts.js"
 import type { FaultProfile } from "./Faults.js"
 import type { TapeSource } from "./Tape.js"
+import type { VenueAnswer } from "./Answers.js"
 import { MAX_BODY_BYTES, Venue } from "./Venue.js"
 
 export class VenueStartError extends Data.TaggedError("VenueStartError")<{ readonly message: string; readonly cause?: unknown }> {}
@@ -85,10 +86,20 @@ const hasBody = (incoming: IncomingMessage): boolean => {
 const WRITTEN = HttpServerResponse.empty()
 
 /**
- * Hands the request to the venue and writes its answer straight to node's
- * response, in one socket write with the head: the answer is a string with its
- * length, and nothing on the way needs to see it.
+ * Writes the venue's answer straight to node's response, in one socket write with
+ * the head (a string body with its length): nothing on the way needs to see it.
  */
+const write = (request: HttpServerRequest.HttpServerRequest, incoming: IncomingMessage, result: VenueAnswer): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  if (result.dropResponse === true) {
+    // The order stands; only its answer is lost, as when a connection breaks after acceptance.
+    incoming.socket.destroy()
+    return Effect.interrupt
+  }
+  result.headers["content-length"] = String(Buffer.byteLength(result.body))
+  NodeHttpServerRequest.toServerResponse(request).writeHead(result.status, result.headers).end(result.body)
+  return Effect.succeed(WRITTEN)
+}
+
 const respond = (venue: Venue, request: HttpServerRequest.HttpServerRequest, incoming: IncomingMessage, body: Uint8Array | undefined) => {
   const result = venue.handle({
     method: incoming.method ?? "GET",
@@ -97,17 +108,8 @@ const respond = (venue: Venue, request: HttpServerRequest.HttpServerRequest, inc
     body,
     remoteAddress: incoming.socket.remoteAddress ?? ""
   })
-  const write = (): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
-    if (result.dropResponse === true) {
-      // The order stands; only its answer is lost, as when a connection breaks after acceptance.
-      incoming.socket.destroy()
-      return Effect.interrupt
-    }
-    result.headers["content-length"] = String(Buffer.byteLength(result.body))
-    NodeHttpServerRequest.toServerResponse(request).writeHead(result.status, result.headers).end(result.body)
-    return Effect.succeed(WRITTEN)
-  }
-  return result.event === undefined ? write() : Effect.flatMap(logEvent(result.event.name, result.event.fields), write)
+  if (result.event === undefined) return write(request, incoming, result)
+  return Effect.zipRight(logEvent(result.event.name, result.event.fields), Effect.suspend(() => write(request, incoming, result)))
 }
 
 /** The fault profile's added latency comes before the venue sees the request. */

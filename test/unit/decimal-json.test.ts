@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { LosslessNumber } from "lossless-json"
 import { describe, expect, it } from "vitest"
-import { Decimal, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toJsonNumber } from "../../src/domain/Decimal.js"
+import { Decimal, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
 
 /** Random decimals with up to 30 significant digits and up to 18 places. */
@@ -105,5 +105,27 @@ describe("Json", () => {
     const json = stringify({ balance: fromString(text) })
     expect(json).toBe(`{"balance":${text}}`)
     expect(fromNumberToken((parse(json) as { balance: LosslessNumber }).balance).toFixed()).toBe(text)
+  })
+})
+
+describe("toFloat", () => {
+  it("property: the same double as decimal.js's own conversion", () => {
+    const wide = fc.oneof(
+      fc.tuple(fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), fc.integer({ min: 0, max: 40 })).map(([digits, places]) => {
+        const text = (digits < 0n ? -digits : digits).toString().padStart(places + 1, "0")
+        return `${digits < 0n ? "-" : ""}${places === 0 ? text : `${text.slice(0, -places)}.${text.slice(-places)}`}`
+      }),
+      fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => String(n))
+    )
+    fc.assert(
+      fc.property(wide, (text) => {
+        const value = new Decimal(text)
+        expect(Object.is(toFloat(value), value.toNumber()) || (value.isZero() && toFloat(value) === 0)).toBe(true)
+      }),
+      { numRuns: 5000 }
+    )
+    for (const text of ["60000.01", "0.00001", "123456789.123", "-5.5", "1e-20", "9007199254740993", "0.1000000000000000055511151231257827"]) {
+      expect(toFloat(new Decimal(text))).toBe(new Decimal(text).toNumber())
+    }
   })
 })
