@@ -23,22 +23,12 @@ import { FillLedger, type LedgerFill } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { INTERVAL_MS } from "../strategy/MarketData.js"
-import type { StrategyDefinition } from "../strategy/Strategy.js"
+import type { ResolvedInstance } from "./Daemon.js"
 import { decodeAccounts, devAccounts, toFees } from "../venue/Accounts.js"
 import type { Candle, Fees } from "../venue/Matching.js"
 
 /** What is recorded about an instance: its code, its params as configured, and what it trades. */
-export interface EvidenceSubject {
-  readonly id: string
-  readonly definition: StrategyDefinition
-  readonly sourcePath: string
-  readonly params: unknown
-  readonly rawParams: unknown
-  readonly symbol: string
-  readonly schedule: string | undefined
-  readonly candleInterval: string
-  readonly pollMs: number
-}
+export type EvidenceSubject = ResolvedInstance
 
 export interface PaperEvidenceOptions {
   /** Where the run traded, e.g. "venue:http://127.0.0.1:8787". */

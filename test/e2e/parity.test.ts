@@ -18,7 +18,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { runBacktest } from "../../src/backtest/Backtest.js"
-import { type ComparableFill, compareFills, describeMismatches } from "../../src/backtest/Parity.js"
+import { compareFills, describeMismatches } from "../../src/backtest/Parity.js"
 import { Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
 import { positionChange } from "../../src/strategy/orders.js"
 import { decodeParams } from "../../src/strategy/Strategy.js"
@@ -26,13 +26,13 @@ import { decodeAccounts, devAccounts, devTradeKey, toFees, toPairSpec } from "..
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
 import { events, killAll, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
+import { comparable, devBalance, venueFillRows, venuePnl } from "../support/parity.js"
 import { startVenue } from "../support/venue.js"
 
 afterAll(killAll)
 
 const MINUTE = 60_000
 const pair = toPairSpec(decodeAccounts(devAccounts).pairs[0]!)
-const devBalance = (asset: string): Decimal => fromString(devAccounts.accounts[0]!.balances?.[asset] ?? "0")
 const rawParams = { fastPeriod: 3, slowPeriod: 8, entry: "market", quoteQty: "1000", maxSlippageBps: 50 }
 const params = Either.getOrThrow(decodeParams(smaCrossover, "parity", rawParams))
 const tape = syntheticCandles(60, { seed: 5, startPrice: new Decimal(60000), tickSize: pair.tickSize, stepSize: pair.stepSize, startMs: Date.UTC(2024, 0, 1) })
@@ -64,14 +64,6 @@ interface StoredState {
   readonly position: string
 }
 
-interface VenueFill {
-  readonly side: "buy" | "sell"
-  readonly liquidity: "maker" | "taker"
-  readonly price: string
-  readonly baseQty: string
-  readonly fee: string
-  readonly feeAsset: string
-}
 
 describe("backtest and the paper-trading daemon, driven by the same tape", () => {
   it("produce identical fills and PnL for sma-crossover with market entries and exits", async () => {
@@ -94,8 +86,6 @@ describe("backtest and the paper-trading daemon, driven by the same tape", () =>
       const run = svcbot(["run", "--config", configPath], { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret })
       await waitForEvent(run, "config.loaded", 60_000)
 
-      const venueFills = async (): Promise<ReadonlyArray<VenueFill>> =>
-        ((await venue.admin("GET", `/_venue/fills?uid=${devTradeKey.uid}`)) as { fills: ReadonlyArray<VenueFill> }).fills
       for (const [index, candle] of candles.entries()) {
         await venue.admin("POST", "/_venue/tape", { steps: 1 })
         await pollUntil(
@@ -106,7 +96,7 @@ describe("backtest and the paper-trading daemon, driven by the same tape", () =>
             const state = JSON.parse(row.state) as StoredState
             // An order in flight keeps its tag until its final update reached the strategy.
             if (state.entryTag !== null || state.exitTag !== null) return undefined
-            const fills = await venueFills()
+            const fills = await venueFillRows(venue)
             const stored = query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM fills")[0]!.n
             if (stored !== fills.length) return undefined
             // And every fill reached the strategy: its position is what the fills add up to.
@@ -124,22 +114,11 @@ describe("backtest and the paper-trading daemon, driven by the same tape", () =>
       run.child.kill("SIGTERM")
       expect(await run.exit, run.stderr.join("")).toBe(0)
 
-      const actual: Array<ComparableFill> = (await venueFills()).map((f) => ({ side: f.side, liquidity: f.liquidity, price: fromString(f.price), baseQty: fromString(f.baseQty) }))
+      const actual = comparable(await venueFillRows(venue))
       const mismatches = compareFills(expected.fills, actual)
       process.stdout.write(`daemon parity over ${candles.length} candles: ${expected.fills.length} backtest fills, ${actual.length} daemon fills, ${mismatches.length} mismatches\n`)
       expect(describeMismatches(mismatches)).toBe("")
-
-      const { accounts } = (await venue.admin("GET", "/_venue/accounts")) as {
-        accounts: ReadonlyArray<{ uid: number; balances: ReadonlyArray<{ asset: string; free: string; locked: string }> }>
-      }
-      const rows = accounts.find((a) => a.uid === devTradeKey.uid)!.balances
-      const held = (asset: string): Decimal => {
-        const row = rows.find((r) => r.asset === asset)
-        return row === undefined ? ZERO : fromString(row.free).plus(fromString(row.locked))
-      }
-      const last = candles[candles.length - 1]!
-      const paperPnl = held("USDT").plus(held("BTC").mul(last.close)).minus(devBalance("USDT").plus(devBalance("BTC").mul(candles[0]!.open)))
-      expect(paperPnl.toFixed()).toBe(expected.metrics.pnl.toFixed())
+      expect((await venuePnl(venue, candles)).toFixed()).toBe(expected.metrics.pnl.toFixed())
 
       // The daemon's own evidence of the run replays the same candles and finds the same fills.
       const recorded = events(run).find((e) => e.event === "paper.recorded" && e.strategy === "parity-sma")

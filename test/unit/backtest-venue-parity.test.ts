@@ -7,7 +7,7 @@
 import { Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type BacktestResult, runBacktest } from "../../src/backtest/Backtest.js"
-import { type ComparableFill, compareFills, describeMismatches } from "../../src/backtest/Parity.js"
+import { compareFills, describeMismatches } from "../../src/backtest/Parity.js"
 import { Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../../src/domain/Intent.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
@@ -16,12 +16,12 @@ import { decodeAccounts, devAccounts, devTradeKey, toFees, toPairSpec } from "..
 import type { Candle } from "../../src/venue/Matching.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
+import { comparable, devBalance, venueFillRows, venuePnl } from "../support/parity.js"
 import { eventually, startVenue, type TestVenue } from "../support/venue.js"
 
 const CANDLES = 400
 const pair = toPairSpec(decodeAccounts(devAccounts).pairs[0]!)
 const candles = syntheticCandles(CANDLES, { seed: 21, startPrice: new Decimal(60000), tickSize: pair.tickSize, stepSize: pair.stepSize, startMs: Date.UTC(2024, 0, 1) })
-const devBalance = (asset: string): Decimal => fromString(devAccounts.accounts[0]!.balances?.[asset] ?? "0")
 
 /** Every intent the strategy emitted, by the tape time it emitted it at, in order. */
 const recordIntents = <P, S>(definition: StrategyDefinition<P, S>, log: Map<number, Array<Intent>>): StrategyDefinition<P, S> => {
@@ -60,12 +60,6 @@ const placement = (intent: PlaceIntent): { readonly path: string; readonly body:
   }
 }
 
-interface VenueFillRow {
-  readonly side: "buy" | "sell"
-  readonly liquidity: "maker" | "taker"
-  readonly price: string
-  readonly baseQty: string
-}
 
 describe("backtest and svc-venue over loopback, driven by the same tape", () => {
   let venue: TestVenue
@@ -128,23 +122,11 @@ describe("backtest and svc-venue over loopback, driven by the same tape", () => 
     expect(clientOrderIds.size).toBeGreaterThan(0)
     expect(backtest.orders.placed - lastMomentIntents).toBeGreaterThan(0)
 
-    const { fills } = (await venue.admin("GET", `/_venue/fills?uid=${devTradeKey.uid}`)) as { fills: ReadonlyArray<VenueFillRow> }
-    const venueFills: Array<ComparableFill> = fills.map((f) => ({ side: f.side, liquidity: f.liquidity, price: fromString(f.price), baseQty: fromString(f.baseQty) }))
+    const venueFills = comparable(await venueFillRows(venue))
     const mismatches = compareFills(backtest.fills, venueFills)
     process.stdout.write(`parity: ${backtest.fills.length} backtest fills, ${venueFills.length} venue fills, ${mismatches.length} mismatches\n`)
     expect(describeMismatches(mismatches)).toBe("")
-
-    const { accounts } = (await venue.admin("GET", "/_venue/accounts")) as {
-      accounts: ReadonlyArray<{ uid: number; balances: ReadonlyArray<{ asset: string; free: string; locked: string }> }>
-    }
-    const rows = accounts.find((a) => a.uid === devTradeKey.uid)!.balances
-    const held = (asset: string): Decimal => {
-      const row = rows.find((r) => r.asset === asset)
-      return row === undefined ? ZERO : fromString(row.free).plus(fromString(row.locked))
-    }
-    const last = candles[candles.length - 1]!
-    const venuePnl = held("USDT").plus(held("BTC").mul(last.close)).minus(devBalance("USDT").plus(devBalance("BTC").mul(candles[0]!.open)))
-    expect(venuePnl.toFixed()).toBe(backtest.metrics.pnl.toFixed())
+    expect((await venuePnl(venue, candles)).toFixed()).toBe(backtest.metrics.pnl.toFixed())
   })
 })
 
