@@ -281,8 +281,15 @@ export class Governor {
     const cap = rank >= Priority.fills ? Math.floor((this.weight.limit * (100 - this.options.reservePct)) / 100) : this.weight.limit
     const known = this.weight.usedIn(window)
     // A request heavier than a whole window's allowance still goes out when nothing else is counted, rather than wait forever.
-    const fits = known + this.inFlightWeight + weight <= cap || (known === 0 && this.inFlightWeight === 0)
+    // While a request of guessed weight is in flight, half the allowance stays free for what it may really cost.
+    const guessReserve = this.inFlightUnlearned > 0 ? Math.ceil(cap / 2) : 0
+    const fits = known + this.inFlightWeight + guessReserve + weight <= cap || (known === 0 && this.inFlightWeight === 0)
     if (!fits) return { _tag: "Wait", untilMs: nextWindowAt, reason: "weight" }
+    // A guessed weight may be too low (the endpoint may cost more than anything seen): a request to an
+    // endpoint not learned yet goes out only while half the allowance is free, so a wrong guess still fits.
+    if (!this.learned.has(endpoint) && known + this.inFlightWeight > 0 && known + this.inFlightWeight + weight > cap / 2) {
+      return { _tag: "Wait", untilMs: nextWindowAt, reason: "weight" }
+    }
 
     if (demand.placement) {
       const orderWindow = this.orders10s.bindingWindow(now, this.options.windowGuardMs)
