@@ -26,6 +26,7 @@ import { loadStrategy } from "../strategy/Loader.js"
 import { runMarketData } from "../strategy/MarketData.js"
 import { StrategyStateStore } from "../strategy/StateStore.js"
 import { decodeParams, type OpenOrder, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
+import { fillEventOf } from "./FillEvents.js"
 import { Health, healthLogHook, serveHealth } from "./Health.js"
 import { collectPaperEvidence } from "./PaperEvidence.js"
 
@@ -194,21 +195,7 @@ const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<string, Run
       Stream.runForEach(fills, ({ strategyId, tag, fill }: FillUpdate) => {
         const instance = strategyId === null ? undefined : byId.get(strategyId)
         if (instance === undefined || tag === null) return Effect.void
-        return instance.deliver({
-          _tag: "Fill",
-          event: {
-            tag,
-            fillId: fill.fillId,
-            side: fill.side === "sell" ? "sell" : "buy",
-            price: fill.price,
-            baseQty: fill.baseQty,
-            quoteQty: fill.quoteQty,
-            fee: fill.fee,
-            feeAsset: fill.feeAsset,
-            liquidity: fill.liquidity === "maker" ? "maker" : "taker",
-            time: fill.time
-          }
-        })
+        return instance.deliver({ _tag: "Fill", event: fillEventOf(fill, tag) })
       })
     )
   })

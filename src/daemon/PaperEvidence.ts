@@ -24,6 +24,7 @@ import { OrderJournal } from "../store/OrderJournal.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { INTERVAL_MS } from "../strategy/MarketData.js"
 import type { ResolvedInstance } from "./Daemon.js"
+import { fillEventOf } from "./FillEvents.js"
 import { decodeAccounts, devAccounts, toFees } from "../venue/Accounts.js"
 import type { Candle, Fees } from "../venue/Matching.js"
 
@@ -69,19 +70,7 @@ interface Group {
   readonly observed: Array<Observed>
 }
 
-const runFill = (fill: LedgerFill, tag: string): RunFill => ({
-  tag,
-  fillId: fill.fillId,
-  clientOrderId: fill.clientOrderId ?? "",
-  side: fill.side === "sell" ? "sell" : "buy",
-  price: fill.price,
-  baseQty: fill.baseQty,
-  quoteQty: fill.quoteQty,
-  fee: fill.fee,
-  feeAsset: fill.feeAsset,
-  liquidity: fill.liquidity === "maker" ? "maker" : "taker",
-  time: fill.time
-})
+const runFill = (fill: LedgerFill, tag: string): RunFill => ({ ...fillEventOf(fill, tag), clientOrderId: fill.clientOrderId ?? "" })
 
 /**
  * Starts watching in the current scope; the record is written when the scope

@@ -4,15 +4,13 @@
  * config/strategies/, on the embedded venue (dev account: USDT 100000, BTC 2,
  * ETH 20), checked through its log lines and its SQLite database.
  */
-import { spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
-import BetterSqlite3 from "better-sqlite3"
+import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { isTerminal, type OrderState } from "../../src/domain/OrderState.js"
+import { events, killAll, query, ROOT, svcbot } from "../support/daemon.js"
 
-const ROOT = resolve(import.meta.dirname, "../..")
 const RUN_FOR = "20s"
 /** How long the child may take from spawn to exit: start-up, the run, and the bounded shutdown. */
 const EXIT_DEADLINE_MS = 55_000
@@ -57,35 +55,14 @@ interface Finished {
   readonly stderr: string
 }
 
-const runDaemon = (configPath: string): Promise<Finished> =>
-  new Promise((done, fail) => {
-    const child = spawn(process.execPath, [join(ROOT, "bin/svcbot.js"), "run", "--config", configPath, "--for", RUN_FOR], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => { stdout += chunk.toString("utf8") })
-    child.stderr.on("data", (chunk: Buffer) => { stderr += chunk.toString("utf8") })
-    const deadline = setTimeout(() => {
-      child.kill("SIGKILL")
-      fail(new Error(`svcbot run did not exit within ${EXIT_DEADLINE_MS} ms; stderr: ${stderr}`))
-    }, EXIT_DEADLINE_MS)
-    child.on("exit", (code) => {
-      clearTimeout(deadline)
-      const events = stdout.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>)
-      done({ code, events, stderr })
-    })
-  })
+afterAll(killAll)
 
-const query = <T>(dbPath: string, sql: string, ...args: ReadonlyArray<unknown>): Array<T> => {
-  const db = new BetterSqlite3(dbPath, { readonly: true })
-  try {
-    return db.prepare(sql).all(...args) as Array<T>
-  } finally {
-    db.close()
-  }
+const runDaemon = async (configPath: string): Promise<Finished> => {
+  const run = svcbot(["run", "--config", configPath, "--for", RUN_FOR])
+  const deadline = setTimeout(() => run.child.kill("SIGKILL"), EXIT_DEADLINE_MS)
+  const code = await run.exit
+  clearTimeout(deadline)
+  return { code, events: events(run), stderr: run.stderr.join("") }
 }
 
 describe("every shipped strategy runs against svc-venue through the daemon", () => {
