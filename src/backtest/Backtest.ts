@@ -21,11 +21,14 @@
  * 4. intents are placed or cancelled at `T`; a refused placement is answered at
  *    once with an order update of kind `refused` and the venue's code, a cancel at
  *    once with kind `cancelled`;
- * 5. equity is marked at the close: quote held plus base held times the close.
+ * 5. equity is marked at the close: quote held plus base held times the close, in
+ *    floating point for the statistics (`equityMarks`); the exact Decimal marks
+ *    (`equity`) are worked out from the holdings only when read, and the final
+ *    equity, from which PnL follows, is always exact.
  */
 import { Data, Either } from "effect"
 import cron from "node-cron"
-import { Decimal, ZERO } from "../domain/Decimal.js"
+import { Decimal, toFloat, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import type { OrderKind } from "../svc/Dialect.js"
 import {
@@ -69,8 +72,13 @@ export interface OrderCounts {
 
 export interface BacktestResult {
   readonly fills: ReadonlyArray<RunFill>
-  /** Equity at each candle's close. */
+  /**
+   * Equity at each candle's close, exact. Computed on first read from the holdings
+   * between fills: a million Decimal marks cost more than the run itself.
+   */
   readonly equity: ReadonlyArray<Decimal>
+  /** Equity at each candle's close in floating point: what drawdown, Sharpe and Sortino are computed from. */
+  readonly equityMarks: Float64Array
   readonly metrics: Metrics
   readonly balances: ReadonlyMap<string, Balance>
   readonly orders: Readonly<OrderCounts>
@@ -173,6 +181,10 @@ class Run<P, S> {
   private state: S
   private baseHeld = ZERO
   private quoteHeld = ZERO
+  private baseHeldFloat = 0
+  private quoteHeldFloat = 0
+  /** Changes whenever the holdings are read again from the engine. */
+  private holdingsVersion = 0
   readonly counts: OrderCounts = { placed: 0, refused: 0, rejected: 0, cancelled: 0 }
 
   constructor(private readonly setup: BacktestSetup<P, S>, firstPrice: Decimal, startMs: number) {
@@ -216,6 +228,18 @@ class Run<P, S> {
     return this.quoteHeld
   }
 
+  get baseFloat(): number {
+    return this.baseHeldFloat
+  }
+
+  get quoteFloat(): number {
+    return this.quoteHeldFloat
+  }
+
+  get holdings(): number {
+    return this.holdingsVersion
+  }
+
   get fills(): ReadonlyArray<RunFill> {
     return this.fillLog
   }
@@ -246,6 +270,9 @@ class Run<P, S> {
       if (row.asset === pair.base) this.baseHeld = row.free.plus(row.locked)
       else if (row.asset === pair.quote) this.quoteHeld = row.free.plus(row.locked)
     }
+    this.baseHeldFloat = toFloat(this.baseHeld)
+    this.quoteHeldFloat = toFloat(this.quoteHeld)
+    this.holdingsVersion += 1
   }
 
   /** Step 1: settlements due before the candle closes, each at its own time. */

@@ -485,7 +485,9 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
                   endpoint: demand.endpoint,
                   priority: demand.priority,
                   reason: decision.reason,
+                  // The longest the wait can last; a first answer or a waiter ahead finishing ends it sooner.
                   waitMs: Math.max(0, decision.untilMs - now),
+                  endsOn: decision.reason === "held" ? "retry-after" : decision.reason === "first-answer" || decision.reason === "priority" ? "answer-or-window" : "window",
                   usedWeight1m: snapshot.usedWeight1m,
                   weightLimit1m: snapshot.weightLimit1m
                 })
