@@ -3,6 +3,7 @@
  * embedded svc-venue (or a venue of the test's own), checked through its log
  * lines and its SQLite database.
  */
+import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -71,6 +72,26 @@ describe("svcbot run (paper trading on the embedded venue)", () => {
     expect(errors[0]).toMatchObject({ strategy: "bad-one", trigger: "Ticker" })
     expect(String(errors[0]!.error)).toContain("boom")
     expect(logged.some((e) => e.event === "order.accepted")).toBe(true)
+  })
+})
+
+describe("the README's front door", () => {
+  it("npm start runs the paper-trading daemon on the embedded venue", async () => {
+    const dbPath = join(tempDir(), "svcbot.db")
+    const child = spawn("npm", ["start", "--silent", "--", "--for", "8s"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", SVC_DATABASE_PATH: dbPath },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+    const code = await new Promise<number | null>((done) => child.on("exit", done))
+    expect(code).toBe(0)
+    const names = stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => (JSON.parse(line) as { event: string }).event)
+    expect(names).toContain("venue.listening")
+    expect(names).toContain("strategy.started")
+    expect(names).toContain("app.stopped")
+    expect(query(dbPath, "SELECT 1 FROM intents").length).toBeGreaterThan(0)
   })
 })
 
