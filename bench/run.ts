@@ -19,7 +19,7 @@ const benches = readdirSync(here)
 let failed = 0
 for (const file of benches) {
   process.stdout.write(`\n=== ${file} ===\n`)
-  const run = spawnSync(process.execPath, ["--import", "tsx", join(here, file)], { stdio: "inherit" })
+  const run = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", join(here, file)], { stdio: "inherit" })
   if (run.status !== 0) {
     failed += 1
     process.stdout.write(`${file} exited with ${run.status ?? run.signal}\n`)

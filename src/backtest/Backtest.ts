@@ -184,7 +184,7 @@ class Run<P, S> {
   private baseHeldFloat = 0
   private quoteHeldFloat = 0
   /** Changes whenever the holdings are read again from the engine. */
-  private holdingsVersion = 0
+  private holdingsReads = 0
   readonly counts: OrderCounts = { placed: 0, refused: 0, rejected: 0, cancelled: 0 }
 
   constructor(private readonly setup: BacktestSetup<P, S>, firstPrice: Decimal, startMs: number) {
@@ -236,8 +236,8 @@ class Run<P, S> {
     return this.quoteHeldFloat
   }
 
-  get holdings(): number {
-    return this.holdingsVersion
+  get holdingsVersion(): number {
+    return this.holdingsReads
   }
 
   get fills(): ReadonlyArray<RunFill> {
@@ -272,7 +272,7 @@ class Run<P, S> {
     }
     this.baseHeldFloat = toFloat(this.baseHeld)
     this.quoteHeldFloat = toFloat(this.quoteHeld)
-    this.holdingsVersion += 1
+    this.holdingsReads += 1
   }
 
   /** Step 1: settlements due before the candle closes, each at its own time. */
@@ -480,6 +480,24 @@ const checkSetup = (setup: BacktestSetup<any, any>): void => {
   }
 }
 
+/** What the account held from one candle's close on, until the next entry. */
+interface Holdings {
+  readonly from: number
+  readonly base: Decimal
+  readonly quote: Decimal
+}
+
+/** The exact equity at every close, from the holdings and the closes: the same Decimals a mark per candle would give. */
+const exactEquity = (candles: ReadonlyArray<Candle>, holdings: ReadonlyArray<Holdings>): ReadonlyArray<Decimal> => {
+  const equity = new Array<Decimal>(candles.length)
+  for (let h = 0; h < holdings.length; h++) {
+    const { from, base, quote } = holdings[h]!
+    const to = holdings[h + 1]?.from ?? candles.length
+    for (let i = from; i < to; i++) equity[i] = base.isZero() ? quote : quote.plus(base.mul(candles[i]!.close))
+  }
+  return equity
+}
+
 /** Runs one backtest. Deterministic: the same setup gives the same fills, equity and metrics. */
 export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<BacktestResult, BacktestFailed> => {
   try {
@@ -492,7 +510,11 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const run = new Run(setup, first.open, first.openTimeMs)
     const initialBase = run.base
     const initialEquity = run.quote.plus(initialBase.mul(first.open))
-    const equity = new Array<Decimal>(candles.length)
+    const equityMarks = new Float64Array(candles.length)
+    const holdings: Array<Holdings> = []
+    let holdingsSeen = -1
+    const minNotional = setup.pair.minNotional
+    const minNotionalFloat = toFloat(minNotional)
     const noTimers: ReadonlyArray<number> = []
     let inMarketCandles = 0
     for (let i = 0; i < candles.length; i++) {
@@ -519,17 +541,25 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
         },
         timers
       )
-      const base = run.base
-      const quote = run.quote
-      if (base.isZero()) {
-        equity[i] = quote
+      if (run.holdingsVersion !== holdingsSeen) {
+        holdingsSeen = run.holdingsVersion
+        holdings.push({ from: i, base: run.base, quote: run.quote })
+      }
+      const baseFloat = run.baseFloat
+      if (baseFloat === 0) {
+        equityMarks[i] = run.quoteFloat
       } else {
-        const position = base.mul(candle.close)
-        equity[i] = quote.plus(position)
-        // Fee dust left after selling a position is not a position.
-        if (position.gte(setup.pair.minNotional)) inMarketCandles++
+        const position = baseFloat * toFloat(candle.close)
+        equityMarks[i] = run.quoteFloat + position
+        // Fee dust left after selling a position is not a position. The float decides
+        // unless it lies too near the minimum to tell; then the exact value does.
+        const held =
+          Math.abs(position - minNotionalFloat) > minNotionalFloat * 1e-9 ? position > minNotionalFloat : run.base.mul(candle.close).gte(minNotional)
+        if (held) inMarketCandles++
       }
     }
+    const last = candles[candles.length - 1]!
+    const finalEquity = run.base.isZero() ? run.quote : run.quote.plus(run.base.mul(last.close))
     const metrics = computeMetrics({
       baseAsset: setup.pair.base,
       quoteAsset: setup.pair.quote,
@@ -538,11 +568,22 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
       initialEquity,
       initialBase,
       initialPrice: first.open,
-      equity,
+      equityMarks,
+      finalEquity,
       inMarketCandles,
       fills: run.fills
     })
-    return Either.right({ fills: run.fills, equity, metrics, balances: run.finalBalances, orders: run.counts })
+    let equity: ReadonlyArray<Decimal> | undefined
+    return Either.right({
+      fills: run.fills,
+      get equity() {
+        return (equity ??= exactEquity(candles, holdings))
+      },
+      equityMarks,
+      metrics,
+      balances: run.finalBalances,
+      orders: run.counts
+    })
   } catch (error) {
     if (error instanceof StrategyFailed || error instanceof BacktestSetupInvalid) return Either.left(error)
     throw error

@@ -1,8 +1,8 @@
 /**
  * Performance metrics of a run. Money (equity, PnL, fees, turnover, trade PnL)
  * is exact Decimal. Ratios (Sharpe, Sortino, drawdown, annualised return) are
- * statistics over the Decimal equity series and are computed in floating point
- * from it: they are estimates by nature and a float's 15 digits are plenty.
+ * statistics over the equity marks and are computed in floating point: they are
+ * estimates by nature and a float's 15 digits are plenty.
  */
 import { Decimal, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
 import type { FillEvent } from "../strategy/Strategy.js"
@@ -21,8 +21,10 @@ export interface MetricsInput {
   /** Base held before the first candle and its value per unit then: the cost basis of initial holdings. */
   readonly initialBase: Decimal
   readonly initialPrice: Decimal
-  /** Equity at each candle's close. */
-  readonly equity: ReadonlyArray<Decimal>
+  /** Equity at each candle's close, in floating point. */
+  readonly equityMarks: ArrayLike<number>
+  /** Equity at the last close, exact (the initial equity when there are no candles). */
+  readonly finalEquity: Decimal
   /** Candles that closed holding base worth at least the pair's minimum notional. */
   readonly inMarketCandles: number
   readonly fills: ReadonlyArray<RunFill>
@@ -105,7 +107,7 @@ interface Drawdown {
   readonly maxDrawdownDurationMs: number
 }
 
-const drawdown = (series: ReadonlyArray<number>, intervalMs: number): Drawdown => {
+const drawdown = (series: Float64Array, intervalMs: number): Drawdown => {
   let peak = series[0] ?? 0
   let peakIndex = 0
   let underwater = false
@@ -129,7 +131,7 @@ const drawdown = (series: ReadonlyArray<number>, intervalMs: number): Drawdown =
 }
 
 /** Annualised Sharpe and Sortino of per-candle returns, risk-free rate zero, markets open all year. */
-const riskRatios = (series: ReadonlyArray<number>, intervalMs: number): { sharpe: number | null; sortino: number | null } => {
+const riskRatios = (series: Float64Array, intervalMs: number): { sharpe: number | null; sortino: number | null } => {
   const n = series.length - 1
   if (n < 2) return { sharpe: null, sortino: null }
   let sum = 0
@@ -158,18 +160,12 @@ const riskRatios = (series: ReadonlyArray<number>, intervalMs: number): { sharpe
 }
 
 export const computeMetrics = (input: MetricsInput): Metrics => {
-  const candles = input.equity.length
-  const finalEquity = input.equity[candles - 1] ?? input.initialEquity
+  const candles = input.equityMarks.length
+  const finalEquity = input.finalEquity
   const pnl = finalEquity.minus(input.initialEquity)
-  const series = new Array<number>(candles + 1)
+  const series = new Float64Array(candles + 1)
   series[0] = toFloat(input.initialEquity)
-  // While nothing is held the equity is the same Decimal candle after candle: convert it once.
-  let previous: Decimal = input.initialEquity
-  for (let i = 0; i < candles; i++) {
-    const equity = input.equity[i]!
-    series[i + 1] = equity === previous ? series[i]! : toFloat(equity)
-    previous = equity
-  }
+  series.set(input.equityMarks, 1)
   const durationMs = candles * input.intervalMs
   const growth = input.initialEquity.gt(0) ? finalEquity.div(input.initialEquity).toNumber() : Number.NaN
   const annualised = durationMs > 0 && growth >= 0 ? (Math.pow(growth, YEAR_MS / durationMs) - 1) * 100 : Number.NaN

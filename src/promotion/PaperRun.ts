@@ -6,7 +6,7 @@
  */
 import type BetterSqlite3 from "better-sqlite3"
 import { Either } from "effect"
-import { type Decimal, ZERO } from "../domain/Decimal.js"
+import { type Decimal, toFloat, ZERO } from "../domain/Decimal.js"
 import { type BacktestFailed, runBacktest } from "../backtest/Backtest.js"
 import { computeMetrics, type Metrics, type RunFill, trackingErrorPct } from "../backtest/Metrics.js"
 import { compareFills } from "../backtest/Parity.js"
@@ -74,7 +74,8 @@ export const recordPaperRun = <P, S>(
         initialEquity: backtest.metrics.initialEquity,
         initialBase: input.startBalances[input.pair.base] ?? ZERO,
         initialPrice: first.open,
-        equity: input.equity,
+        equityMarks: input.equity.map((equity) => toFloat(equity)),
+        finalEquity: input.equity[input.equity.length - 1] ?? backtest.metrics.initialEquity,
         inMarketCandles: input.inMarketCandles,
         fills: input.fills
       })

@@ -18,7 +18,8 @@ const input = (closes: ReadonlyArray<number>, equity: ReadonlyArray<number>, tit
     initialEquity: d(1000),
     initialBase: d(0),
     initialPrice: d(closes[0] ?? 1),
-    equity: equityDecimals,
+    equityMarks: equity,
+    finalEquity: equityDecimals[equityDecimals.length - 1] ?? d(1000),
     inMarketCandles: 0,
     fills: []
   })

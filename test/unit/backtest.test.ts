@@ -2,7 +2,7 @@ import { Effect, Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { type BacktestResult, type BacktestSetup, runBacktest, StrategyFailed, TAG_IN_USE } from "../../src/backtest/Backtest.js"
 import { prepare, runPrepared } from "../../src/backtest/Job.js"
-import { Decimal } from "../../src/domain/Decimal.js"
+import { Decimal, toFloat } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { decodeParams, defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
 import type { Candle, PairSpec } from "../../src/venue/Matching.js"
@@ -93,7 +93,18 @@ describe("the backtest event loop drives the venue's matching module", () => {
     expect(out.balances.get("USDT")!.free.toFixed()).toBe("9000.00001")
     // Equity at each close: 10000 before the fill, then 9000.00001 + 9.979002 * 100.
     expect(out.equity.map((e) => e.toFixed())).toEqual(["10000", "9997.90021", "9997.90021"])
+    expect(out.metrics.finalEquity.toFixed()).toBe("9997.90021")
+    expect(Array.from(out.equityMarks)).toEqual([10000, 9997.90021, 9997.90021])
     expect(out.metrics.pnl.toFixed()).toBe("-2.09979")
+  })
+
+  it("counts a close as in the market from exactly the minimum notional, deciding at the boundary on exact values", () => {
+    // 0.05 BTC against a minimum notional of 5 USDT: worth exactly 5 at 100, a hair under and over it next to 100.
+    const closes = ["100", "99.99999999999", "100.00000000001", "200"]
+    const out = run(setup(scripted({}), closes.map((c, i) => candle(i, c, c, c, c)), {}, { BTC: "0.05" }))
+    expect(out.metrics.exposurePct).toBe(75)
+    expect(out.equity.map((e) => e.toFixed())).toEqual(["5", "4.9999999999995", "5.0000000000005", "10"])
+    expect(out.metrics.finalEquity.toFixed()).toBe("10")
   })
 
   it("orders what a strategy hears: fills, then order updates, then the closed candle", () => {
@@ -294,6 +305,10 @@ describe("every shipped strategy runs through the backtester on the venue's tape
       const last = job.series.candles[job.series.candles.length - 1]!.close
       const held = (asset: string) => (out.balances.get(asset)?.free ?? d(0)).plus(out.balances.get(asset)?.locked ?? d(0))
       expect(out.metrics.finalEquity.toFixed()).toBe(held("USDT").plus(held("BTC").mul(last)).toFixed())
+      expect(out.equity[out.equity.length - 1]!.toFixed()).toBe(out.metrics.finalEquity.toFixed())
+      // The float marks the statistics use are the exact marks to within rounding.
+      expect(out.equityMarks).toHaveLength(out.equity.length)
+      out.equity.forEach((exact, i) => expect(Math.abs(out.equityMarks[i]! / toFloat(exact) - 1)).toBeLessThan(1e-12))
     })
   }
 

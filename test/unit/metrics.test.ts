@@ -27,7 +27,8 @@ const input = (overrides: Partial<MetricsInput>): MetricsInput => ({
   initialEquity: d("100"),
   initialBase: d("0"),
   initialPrice: d("100"),
-  equity: [d("110"), d("99"), d("121")],
+  equityMarks: [110, 99, 121],
+  finalEquity: d("121"),
   inMarketCandles: 2,
   fills: [],
   ...overrides
@@ -72,13 +73,13 @@ describe("metrics on a three-candle equity curve 100 -> 110 -> 99 -> 121", () =>
 
 describe("drawdown duration", () => {
   it("runs to the end of the data when equity never recovers", () => {
-    const m = computeMetrics(input({ equity: [d("120"), d("90"), d("100"), d("110")] }))
+    const m = computeMetrics(input({ equityMarks: [120, 90, 100, 110], finalEquity: d("110") }))
     expect(m.maxDrawdownPct).toBeCloseTo(25, 12)
     expect(m.maxDrawdownDurationMs).toBe(3 * 60_000)
   })
 
   it("is zero for a curve that never falls", () => {
-    const m = computeMetrics(input({ equity: [d("100"), d("101"), d("101")] }))
+    const m = computeMetrics(input({ equityMarks: [100, 101, 101], finalEquity: d("101") }))
     expect(m.maxDrawdownPct).toBe(0)
     expect(m.maxDrawdownDurationMs).toBe(0)
   })
