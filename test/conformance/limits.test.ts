@@ -110,8 +110,10 @@ describe("Limits", () => {
 
   it("order placements have a budget per day (bucket orders-1d)", async () => {
     const v = await venue({ limits: { ordersPerDay: 1 } })
-    expect((await v.signed("POST", "/api/spot/limit", order)).status).toBe(202)
-    const refused = await v.signed("POST", "/api/spot/limit", order, { timestamp: Date.now() + v.skew - 1 })
+    // Two timestamps, so the second identical order is not refused as a replay of the first.
+    const sentAt = Date.now() + v.skew
+    expect((await v.signed("POST", "/api/spot/limit", order, { timestamp: sentAt })).status).toBe(202)
+    const refused = await v.signed("POST", "/api/spot/limit", order, { timestamp: sentAt + 1 })
     expect(refused.status).toBe(429)
     expect(refused.json).toMatchObject({ code: "RATE_LIMITED", bucket: "orders-1d" })
     expect(refused.headers["x-svc-orders-limit-1d"]).toBe("1")

@@ -119,12 +119,17 @@ export const startVenue = async (options: StartVenueOptions = {}): Promise<TestV
       req.end(body)
     })
 
+  // Two identical requests in one millisecond would carry the same signature and be refused as a
+  // replay; a test that means to replay passes its timestamp explicitly.
+  let lastTimestamp = 0
+  const freshTimestamp = (): number => (lastTimestamp = Math.max(Date.now(), lastTimestamp + 1))
+
   const signed: TestVenue["signed"] = (method, target, body, sign = {}) => {
     const text = body === undefined ? undefined : typeof body === "string" ? body : stringify(body)
     const request = signRequest(sign.keyId ?? devTradeKey.keyId, sign.secret ?? devTradeKey.secret, {
       method,
       target,
-      timestamp: sign.timestamp ?? Date.now(),
+      timestamp: sign.timestamp ?? freshTimestamp(),
       recvWindow: sign.recvWindow ?? defaultDialect.recvWindowMs,
       ...(text === undefined ? {} : { body: text })
     })
