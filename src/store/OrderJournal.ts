@@ -8,12 +8,13 @@ import { Effect, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
 import * as Json from "../domain/Json.js"
 import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
+import type { OrderTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
 
 export type OrderOrigin = "journal" | "external"
 
-export interface OrderRow {
+export interface OrderRow extends OrderTerms {
   readonly orderId: number
   readonly intentId: string | null
   readonly strategyId: string | null
@@ -25,13 +26,6 @@ export interface OrderRow {
   readonly kindsSeen: ReadonlyArray<string>
   readonly code: string | null
   readonly symbol: string
-  readonly side: Side
-  readonly type: OrderType
-  readonly baseQty: Decimal | null
-  readonly quoteOrderQty: Decimal | null
-  readonly limitPrice: Decimal | null
-  readonly stopPrice: Decimal | null
-  readonly maxSlippageBps: number | null
   readonly filledBaseQty: Decimal
   readonly avgPrice: Decimal | null
   readonly lockAsset: string | null

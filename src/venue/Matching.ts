@@ -19,6 +19,7 @@
  *   in quote).
  */
 import { Decimal, isMultipleOf, quantize, ZERO } from "../domain/Decimal.js"
+import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type OrderType, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
 
@@ -79,18 +80,11 @@ export interface BalanceRow {
   readonly locked: Decimal
 }
 
-export interface OrderView {
+export interface OrderView extends OrderTerms {
   readonly clientOrderId: string
   readonly kind: OrderKind
   readonly code: string | null
   readonly symbol: string
-  readonly side: Side
-  readonly type: OrderType
-  readonly baseQty: Decimal | null
-  readonly quoteOrderQty: Decimal | null
-  readonly limitPrice: Decimal | null
-  readonly stopPrice: Decimal | null
-  readonly maxSlippageBps: number | null
   readonly filledBaseQty: Decimal
   readonly filledQuoteQty: Decimal
   /** Volume-weighted fill price; null until something filled. */
@@ -124,17 +118,10 @@ export interface Candle {
   readonly volume: Decimal
 }
 
-interface Order {
+interface Order extends OrderTerms {
   readonly clientOrderId: string
   readonly uid: number
   readonly pair: PairSpec
-  readonly side: Side
-  readonly type: OrderType
-  readonly baseQty: Decimal | null
-  readonly quoteOrderQty: Decimal | null
-  readonly limitPrice: Decimal | null
-  readonly stopPrice: Decimal | null
-  readonly maxSlippageBps: number | null
   readonly createdAt: number
   readonly settleAt: number
   kind: OrderKind
