@@ -15,3 +15,14 @@ export interface OrderTerms {
   readonly stopPrice: Decimal | null
   readonly maxSlippageBps: number | null
 }
+
+/** The same terms as a placement is written before the service has answered: absent amounts are left out. */
+export interface PlacementTerms {
+  readonly symbol: string
+  readonly side: Side
+  readonly type: OrderType
+  readonly baseQty?: Decimal | undefined
+  readonly quoteOrderQty?: Decimal | undefined
+  readonly limitPrice?: Decimal | undefined
+  readonly stopPrice?: Decimal | undefined
+}

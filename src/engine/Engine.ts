@@ -58,6 +58,13 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       yield* logEvent("app.stopping", { component: "engine", cancelOnStop: settings.cancelOnStop })
       yield* execution.blockPlacements("the engine is stopping")
       yield* execution.awaitSends
+      // A placement whose answer was lost may rest on the book: find it (within the absence window)
+      // so that the journal knows it and cancel-on-stop reaches it.
+      const lostUntil = (yield* Clock.currentTimeMillis) + settings.reconcile.settleDelayMs + settings.reconcile.absenceWindowMs
+      while ((yield* journal.inStates(["unknown"])).length > 0 && (yield* Clock.currentTimeMillis) < lostUntil) {
+        yield* reconcile.resolveUnknown.pipe(Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message })))
+        yield* Effect.sleep(Math.min(200, settings.reconcile.settleDelayMs))
+      }
       if (settings.cancelOnStop) {
         const open = yield* strategyOrders(undefined)
         for (const row of open) yield* journal.update(row.orderId, { cancelRequested: true }, yield* Clock.currentTimeMillis)

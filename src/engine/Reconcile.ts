@@ -17,18 +17,12 @@ import { SvcClient } from "../svc/SvcClient.js"
 import { Execution } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { Market } from "./Market.js"
+import type { PlacementTerms } from "../domain/OrderTerms.js"
 import { EngineSettings } from "./Settings.js"
 
 /** An order on the service that the journal does not know yet. */
-export interface Candidate {
+export interface Candidate extends PlacementTerms {
   readonly clientOrderId: string
-  readonly symbol: string
-  readonly side: Side
-  readonly type: OrderType
-  readonly baseQty?: Decimal | undefined
-  readonly quoteOrderQty?: Decimal | undefined
-  readonly limitPrice?: Decimal | undefined
-  readonly stopPrice?: Decimal | undefined
   /** Creation time, or the first fill's time for an order seen only through fills. */
   readonly time: number
 }
@@ -143,8 +137,12 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
       const now = yield* Clock.currentTimeMillis
       const listed = new Set(open.map((o) => o.clientOrderId))
       let external = 0
+      // A stranger that a lost placement could be is left for resolveUnknown: adopting it as external
+      // would hide it from that placement, which would then be proven absent while it rests on the book.
+      const unknown = yield* journal.inStates(["unknown", "submitting"])
       for (const row of open) {
         if ((yield* journal.byClientOrderId(row.clientOrderId)) !== undefined) continue
+        if (unknown.some((lost) => matches(lost, asCandidate(row), settings.matchWindowMs))) continue
         const adopted = yield* journal.adoptExternal({ ...row, now })
         if (adopted !== undefined) {
           external += 1

@@ -8,7 +8,7 @@ import { Effect, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
 import * as Json from "../domain/Json.js"
 import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
-import type { OrderTerms } from "../domain/OrderTerms.js"
+import type { OrderTerms, PlacementTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
 
@@ -42,14 +42,7 @@ export interface OrderRow extends OrderTerms {
   readonly updatedAt: number
 }
 
-export interface PlacementRecord {
-  readonly symbol: string
-  readonly side: Side
-  readonly type: OrderType
-  readonly baseQty?: Decimal | undefined
-  readonly quoteOrderQty?: Decimal | undefined
-  readonly limitPrice?: Decimal | undefined
-  readonly stopPrice?: Decimal | undefined
+export interface PlacementRecord extends PlacementTerms {
   readonly maxSlippageBps?: number | undefined
   readonly lockAsset: string
   readonly lockAmount: Decimal

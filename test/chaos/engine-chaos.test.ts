@@ -11,7 +11,7 @@ import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { startVenue, type LimitOverrides, type TestVenue } from "../support/venue.js"
 import { CapturedLog, eventually, startEngine, tempDbPath, testOptions, type VenueKey } from "../integration/engine-harness.js"
 import { scriptedIntents } from "./fixtures/script.js"
-import { report, verify } from "./verify.js"
+import { expectNothingLostOrDuplicated, report, verify } from "./verify.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -78,11 +78,7 @@ const run = async (name: string, scenario: Scenario) => {
   await engine.runtime.dispose()
   const verdict = await verify(venue, db.path)
   console.log(report(name, verdict))
-  expect(verdict.duplicates).toBe(0)
-  expect(verdict.intentsWithTwoOrders).toBe(0)
-  expect(verdict.fillMismatches).toBe(0)
-  expect(verdict.ledgerFills).toBe(verdict.venueFills)
-  expect(verdict.balanceMismatches).toEqual([])
+  expectNothingLostOrDuplicated(verdict)
   expect(verdict.placed + verdict.refused + verdict.notPlaced + verdict.riskRefused).toBe(verdict.intents)
   return { verdict, log }
 }

@@ -5,6 +5,7 @@
  * venue's balances against the starting balances moved by the ledger's fills.
  */
 import BetterSqlite3 from "better-sqlite3"
+import { expect } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { FillTableRow } from "../../src/store/FillLedger.js"
 import type { TestVenue } from "../support/venue.js"
@@ -142,3 +143,12 @@ export const report = (scenario: string, verdict: Verdict): string =>
   `refused by risk ${verdict.riskRefused}, refused by the service ${verdict.refused}, not placed ${verdict.notPlaced}, venue orders ${verdict.venueOrders}, duplicates ${verdict.duplicates}, ` +
   `fills venue ${verdict.venueFills} / ledger ${verdict.ledgerFills} (mismatches ${verdict.fillMismatches}), ` +
   `balances ${verdict.balanceMismatches.length === 0 ? "agree" : verdict.balanceMismatches.join("; ")}`
+
+/** The verdict of a clean run: nothing duplicated, nothing lost, the ledger equal to the venue's fills, balances agreeing. */
+export const expectNothingLostOrDuplicated = (verdict: Verdict): void => {
+  expect(verdict.duplicates).toBe(0)
+  expect(verdict.intentsWithTwoOrders).toBe(0)
+  expect(verdict.fillMismatches).toBe(0)
+  expect(verdict.ledgerFills).toBe(verdict.venueFills)
+  expect(verdict.balanceMismatches).toEqual([])
+}
