@@ -59,6 +59,8 @@ export const toJsonNumber = (value: Decimal): string => {
   return value.toFixed()
 }
 
+export const ZERO = new Decimal(0)
+
 /** Rounding modes a caller must name when quantizing; there is no default on purpose. */
 export const Rounding = {
   down: Decimal.ROUND_DOWN,
@@ -70,17 +72,36 @@ export const Rounding = {
 } as const
 export type Rounding = keyof typeof Rounding
 
-/** Snaps `value` to a multiple of `step` (tick size or step size), rounding as told. */
+const checkStep = (step: Decimal): void => {
+  if (!step.isFinite() || !step.gt(ZERO)) throw new InvalidDecimal(step.toString(), "a tick or step size must be positive")
+}
+
+/** Zero without a sign: a quantized `-0` would print as "-0". */
+const unsigned = (value: Decimal): Decimal => (value.isZero() ? ZERO : value)
+
+/**
+ * Snaps `value` to a multiple of `step` (tick size or step size), rounding as told.
+ * `toNearest` rounds the exact quotient to a whole number of steps, so no 64-digit
+ * quotient is worked out and rounded twice.
+ */
 export const quantize = (value: Decimal, step: Decimal, rounding: Rounding): Decimal => {
-  if (!step.isFinite() || step.lte(0)) throw new InvalidDecimal(step.toString(), "a tick or step size must be positive")
-  const snapped = value.div(step).toDecimalPlaces(0, Rounding[rounding]).mul(step)
-  return snapped.isZero() ? new Decimal(0) : snapped
+  checkStep(step)
+  return unsigned(value.toNearest(step, Rounding[rounding]))
+}
+
+/**
+ * `dividend / divisor` rounded toward zero to a multiple of `step`: how much of an
+ * asset on its step an amount buys at a price. Exact: the whole number of steps is
+ * the integer part of `dividend / (divisor * step)`, which is all the division works out.
+ */
+export const divideDown = (dividend: Decimal, divisor: Decimal, step: Decimal): Decimal => {
+  checkStep(step)
+  return unsigned(dividend.divToInt(divisor.mul(step)).mul(step))
 }
 
 /** True when `value` is an exact multiple of `step`. */
 export const isMultipleOf = (value: Decimal, step: Decimal): boolean => value.mod(step).isZero()
 
-export const ZERO = new Decimal(0)
 
 /** Powers of ten that a double holds exactly. */
 const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
@@ -95,11 +116,16 @@ const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
  */
 export const toFloat = (value: Decimal): number => {
   const limbs = (value as unknown as { d: ReadonlyArray<number> | null }).d
-  if (limbs === null || limbs.length > 3) return value.toNumber()
-  let mantissa = 0
-  for (const limb of limbs) mantissa = mantissa * 1e7 + limb
+  if (limbs === null) return value.toNumber()
+  // Unrolled: this runs for every candle a backtest reads.
+  const count = limbs.length
+  let mantissa: number
+  if (count === 1) mantissa = limbs[0]!
+  else if (count === 2) mantissa = limbs[0]! * 1e7 + limbs[1]!
+  else if (count === 3) mantissa = (limbs[0]! * 1e7 + limbs[1]!) * 1e7 + limbs[2]!
+  else return value.toNumber()
   if (mantissa > Number.MAX_SAFE_INTEGER) return value.toNumber()
-  const power = 7 * (Math.floor(value.e / 7) - (limbs.length - 1))
+  const power = 7 * (Math.floor(value.e / 7) - (count - 1))
   if (power > 22 || power < -22) return value.toNumber()
   const magnitude = power >= 0 ? mantissa * EXACT_POWERS_OF_TEN[power]! : mantissa / EXACT_POWERS_OF_TEN[-power]!
   return value.s < 0 ? -magnitude : magnitude

@@ -4,7 +4,7 @@
  * Every builder returns `undefined` instead of an intent that would be refused,
  * so a strategy simply places nothing when it cannot.
  */
-import { Decimal, quantize, ZERO } from "../domain/Decimal.js"
+import { Decimal, divideDown, quantize, ZERO } from "../domain/Decimal.js"
 import type { LimitIntent, MarketIntent, StopLimitIntent } from "../domain/Intent.js"
 import type { Side } from "../svc/Dialect.js"
 import type { PairRules, StrategyView } from "./Strategy.js"
@@ -57,7 +57,7 @@ export class FreeFunds {
 
 /** The largest quantity on the step whose cost at `price` fits in `quote`. */
 export const qtyForQuote = (quote: Decimal, price: Decimal, rules: PairRules): Decimal =>
-  price.gt(0) ? roundQty(quote.div(price), rules) : ZERO
+  price.gt(0) && quote.gt(0) ? divideDown(quote, price, rules.stepSize) : ZERO
 
 interface LimitRequest {
   readonly tag: string

@@ -3,7 +3,7 @@
  * pure function of the pair and the price, so the depth endpoint, market orders
  * and the backtester all see the same liquidity for the same tape.
  */
-import { Decimal, quantize } from "../domain/Decimal.js"
+import { Decimal, divideDown, quantize } from "../domain/Decimal.js"
 
 export interface BookLevel {
   readonly price: Decimal
@@ -96,6 +96,6 @@ export const bookAround = (shape: BookShape, price: Decimal, levels: number = BO
 }
 
 const levelQty = (shape: BookShape, price: Decimal, k: number): Decimal => {
-  const qty = quantize(shape.depthNotional.mul(k).div(price), shape.stepSize, "down")
+  const qty = divideDown(shape.depthNotional.mul(k), price, shape.stepSize)
   return qty.isZero() ? shape.stepSize : qty
 }

@@ -18,7 +18,7 @@
  * - Fees: the received asset pays the maker or taker rate (a buy pays in base, a sell
  *   in quote).
  */
-import { Decimal, isMultipleOf, quantize, ZERO } from "../domain/Decimal.js"
+import { Decimal, divideDown, isMultipleOf, ZERO } from "../domain/Decimal.js"
 import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type OrderType, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
@@ -650,7 +650,7 @@ export class MatchingEngine {
     const remaining = order.baseQty!.sub(order.filledBaseQty)
     let qty = remaining
     if (touched) {
-      const half = quantize(remaining.div(TWO), order.pair.stepSize, "down")
+      const half = divideDown(remaining, TWO, order.pair.stepSize)
       if (!half.isZero()) qty = half
     }
     this.fill(order, qty, limit, "maker", nowMs)
@@ -758,7 +758,7 @@ const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: Bo
     const bound = reference.add(slip)
     let quoteLeft = order.quoteOrderQty!
     for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
-      const affordable = quantize(quoteLeft.div(level.price), pair.stepSize, "down")
+      const affordable = divideDown(quoteLeft, level.price, pair.stepSize)
       // The rest of the quote cannot buy one more step: the order is complete.
       if (affordable.isZero()) return plan.length === 0 ? undefined : plan
       if (level.price.gt(bound)) return undefined
