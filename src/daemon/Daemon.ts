@@ -12,7 +12,7 @@ import { type Decimal, ZERO } from "../domain/Decimal.js"
 import { TERMINAL_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import * as EngineModule from "../engine/Engine.js"
-import type { OrderUpdate, FillUpdate } from "../engine/EngineBus.js"
+import type { EngineEvent, OrderUpdate } from "../engine/EngineBus.js"
 import type { EngineOptions } from "../engine/Settings.js"
 import type { OrderRow } from "../store/OrderJournal.js"
 import { defaultDialect, type Dialect } from "../svc/Dialect.js"
@@ -169,35 +169,52 @@ const UPDATE_KINDS: Partial<Record<OrderUpdate["state"], OrderUpdateKind>> = {
   not_placed: "not_placed"
 }
 
-/** Routes engine updates to the instance that owns them. */
+/** How long a candle waits for the updates published before it to reach their instances. */
+const CATCH_UP_WAIT_MS = 5_000
+
+/**
+ * Routes engine updates and fills to the instance that owns them, one at a time
+ * in the order they were published. Returns `catchUp`, which a candle goes
+ * through before it is handed to an instance: the instance's live orders are
+ * polled (their fills synced first) and everything published by then is in the
+ * instance's queue ahead of the candle. That is the order a backtest keeps: the
+ * fills and order updates of a moment, then the candle.
+ */
 const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<string, RunningInstance>) =>
   Effect.gen(function* () {
-    const orders = yield* engine.orderUpdates()
-    yield* Effect.forkScoped(
-      Stream.runForEach(orders, (update: OrderUpdate) => {
-        const instance = update.strategyId === null ? undefined : byId.get(update.strategyId)
-        const kind = UPDATE_KINDS[update.state]
-        if (instance === undefined || kind === undefined || update.tag === null) return Effect.void
-        return instance.deliver({
-          _tag: "OrderUpdate",
-          event: {
-            tag: update.tag,
-            ...(update.clientOrderId === null ? {} : { clientOrderId: update.clientOrderId }),
-            kind,
-            ...(update.code === null ? {} : { code: update.code }),
-            filledBaseQty: update.filledBaseQty
-          }
-        })
+    const updates = yield* engine.updates()
+    // What was published before the subscription is not this router's to wait for.
+    let forwarded = yield* engine.published
+    const forward = (event: EngineEvent): Effect.Effect<void> => {
+      const instance = event.update.strategyId === null ? undefined : byId.get(event.update.strategyId)
+      if (instance === undefined || event.update.tag === null) return Effect.void
+      if (event._tag === "Fill") return instance.deliver({ _tag: "Fill", event: fillEventOf(event.update.fill, event.update.tag) })
+      const update = event.update
+      const kind = UPDATE_KINDS[update.state]
+      if (kind === undefined) return Effect.void
+      return instance.deliver({
+        _tag: "OrderUpdate",
+        event: {
+          tag: event.update.tag,
+          ...(update.clientOrderId === null ? {} : { clientOrderId: update.clientOrderId }),
+          kind,
+          ...(update.code === null ? {} : { code: update.code }),
+          filledBaseQty: update.filledBaseQty
+        }
       })
-    )
-    const fills = yield* engine.fillUpdates()
+    }
     yield* Effect.forkScoped(
-      Stream.runForEach(fills, ({ strategyId, tag, fill }: FillUpdate) => {
-        const instance = strategyId === null ? undefined : byId.get(strategyId)
-        if (instance === undefined || tag === null) return Effect.void
-        return instance.deliver({ _tag: "Fill", event: fillEventOf(fill, tag) })
-      })
+      Stream.runForEach(updates, (event) => Effect.zipRight(forward(event), Effect.sync(() => { forwarded = event.seq })))
     )
+    /** Waits (bounded) until every event published up to `seq` has been handed to its instance. */
+    const reached = (seq: number) =>
+      Effect.gen(function* () {
+        const deadline = Date.now() + CATCH_UP_WAIT_MS
+        while (forwarded < seq && Date.now() < deadline) yield* Effect.sleep(Duration.millis(2))
+      })
+    return {
+      catchUp: (instance: RunningInstance): Effect.Effect<void> => Effect.flatMap(engine.catchUp(instance.id), reached)
+    }
   })
 
 /** The engine as the strategy host sees it; risk refusals go back to the strategy as order updates. */
@@ -280,7 +297,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const engine = yield* EngineModule.Engine
       const svc = yield* SvcClient
       const byId = new Map<string, RunningInstance>()
-      yield* routeUpdates(engine, byId)
+      const router = yield* routeUpdates(engine, byId)
       if (config.mode === "paper") yield* collectPaperEvidence(instances, { dataSource: `venue:${baseUrl}`, settleDelayMs: config.venue.settleMs })
       const port = tradingPort(engine, byId)
       const prices = new Map<string, Decimal>()
@@ -295,7 +312,8 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
           pollMs: instance.pollMs,
           extraSymbols: instance.definition.symbols?.(instance.params) ?? []
         })),
-        Date.now
+        Date.now,
+        router.catchUp
       )
       // The host's price map follows the pollers' one.
       yield* Effect.forkScoped(

@@ -12,7 +12,7 @@ import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
-import { EngineBus, type FillUpdate, type OrderUpdate, type PlacementBlock } from "./EngineBus.js"
+import { EngineBus, type EngineEvent, type FillUpdate, type OrderUpdate, type PlacementBlock } from "./EngineBus.js"
 import { Execution, type SubmitResult } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { type Balance, Market } from "./Market.js"
@@ -85,6 +85,16 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       /** Journals and sends intents in order; each is Approved (journaled, being sent) or Refused with its reason. */
       submit: (strategyId: string, intents: ReadonlyArray<Intent>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
         execution.submit(strategyId, intents),
+      /** Order updates and fills of every strategy, in the order they were published, from the moment of subscription. */
+      updates: (): Effect.Effect<Stream.Stream<EngineEvent>, never, Scope.Scope> => bus.subscribe(),
+      /** How many updates and fills have been published so far (the `seq` of the last one). */
+      published: bus.published,
+      /**
+       * Polls the strategy's live orders now; fills are synced before any progress is
+       * published. Once this returns, everything the venue had for those orders is
+       * published, and a subscriber that reaches `published` has handled it.
+       */
+      catchUp: (strategyId: string): Effect.Effect<number> => Effect.zipRight(tracker.pollStrategy(strategyId), bus.published),
       /** Order updates of every strategy from the moment of subscription; filter on `strategyId`. */
       orderUpdates: (): Effect.Effect<Stream.Stream<OrderUpdate>, never, Scope.Scope> => bus.subscribeOrders(),
       /** New fills as they are synced, with the strategy and tag of their order when the journal knows it. */

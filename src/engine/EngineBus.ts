@@ -1,9 +1,15 @@
 /**
- * What the engine tells the rest of svcbot: order updates and fills per
- * strategy (bounded PubSubs), the fill-sync trigger, and whether placements are
- * currently stopped by the account's status.
+ * What the engine tells the rest of svcbot: order updates and fills per strategy,
+ * the fill-sync trigger, and whether placements are currently stopped by the
+ * account's status.
+ *
+ * Updates and fills travel on one bounded PubSub, numbered in the order they are
+ * published, so a subscriber sees them in that order: an order's fills before the
+ * update that reports them (the tracker syncs fills before it publishes progress),
+ * which is the order a backtest delivers them in. The number lets a subscriber
+ * tell when it has handled everything published up to a moment (`published`).
  */
-import { Effect, PubSub, Queue, Ref, type Scope, Stream } from "effect"
+import { Effect, Option, PubSub, Queue, Ref, type Scope, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import type { OrderState } from "../domain/OrderState.js"
 import type { LedgerFill } from "../store/FillLedger.js"
@@ -30,6 +36,11 @@ export interface FillUpdate {
   readonly fill: LedgerFill
 }
 
+/** One thing the engine published, with its place in the publishing order (from 1). */
+export type EngineEvent =
+  | { readonly _tag: "OrderUpdate"; readonly seq: number; readonly update: OrderUpdate }
+  | { readonly _tag: "Fill"; readonly seq: number; readonly update: FillUpdate }
+
 /** Why placements are stopped, with what the user has to do. */
 export interface PlacementBlock {
   readonly code: string
@@ -53,20 +64,27 @@ export const toUpdate = (row: OrderRow, at: number): OrderUpdate => ({
 
 export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
   scoped: Effect.gen(function* () {
-    const orders = yield* Effect.acquireRelease(PubSub.bounded<OrderUpdate>(BUS_CAPACITY), PubSub.shutdown)
-    const fills = yield* Effect.acquireRelease(PubSub.bounded<FillUpdate>(BUS_CAPACITY), PubSub.shutdown)
+    const events = yield* Effect.acquireRelease(PubSub.bounded<EngineEvent>(BUS_CAPACITY), PubSub.shutdown)
+    let published = 0
+    // The number is taken and the event published in one step, so numbers arrive in order.
+    const publish = (event: (seq: number) => EngineEvent) => Effect.suspend(() => PubSub.publish(events, event(++published))).pipe(Effect.asVoid)
     // One pending trigger is enough: a sync reads everything new since the last one.
     const fillSyncTrigger = yield* Queue.sliding<void>(1)
     const trackerWake = yield* Queue.sliding<void>(1)
     const block = yield* Ref.make<PlacementBlock | undefined>(undefined)
+    /** Subscribes now (nothing published after this call is missed); ends with the scope. */
+    const subscribe = (): Effect.Effect<Stream.Stream<EngineEvent>, never, Scope.Scope> =>
+      PubSub.subscribe(events).pipe(Effect.map((dequeue) => Stream.fromQueue(dequeue)))
     return {
-      publishOrder: (row: OrderRow, at: number) => PubSub.publish(orders, toUpdate(row, at)).pipe(Effect.asVoid),
-      publishFill: (update: FillUpdate) => PubSub.publish(fills, update).pipe(Effect.asVoid),
-      /** Subscribes now (nothing published after this call is missed); ends with the scope. */
+      publishOrder: (row: OrderRow, at: number) => publish((seq) => ({ _tag: "OrderUpdate", seq, update: toUpdate(row, at) })),
+      publishFill: (update: FillUpdate) => publish((seq) => ({ _tag: "Fill", seq, update })),
+      subscribe,
+      /** How many events have been published so far: a subscriber that has handled this many is caught up. */
+      published: Effect.sync(() => published),
       subscribeOrders: (): Effect.Effect<Stream.Stream<OrderUpdate>, never, Scope.Scope> =>
-        PubSub.subscribe(orders).pipe(Effect.map((dequeue) => Stream.fromQueue(dequeue))),
+        Effect.map(subscribe(), Stream.filterMap((event) => (event._tag === "OrderUpdate" ? Option.some(event.update) : Option.none()))),
       subscribeFills: (): Effect.Effect<Stream.Stream<FillUpdate>, never, Scope.Scope> =>
-        PubSub.subscribe(fills).pipe(Effect.map((dequeue) => Stream.fromQueue(dequeue))),
+        Effect.map(subscribe(), Stream.filterMap((event) => (event._tag === "Fill" ? Option.some(event.update) : Option.none()))),
       triggerFillSync: Queue.offer(fillSyncTrigger, undefined).pipe(Effect.asVoid),
       awaitFillSyncTrigger: Queue.take(fillSyncTrigger),
       wakeTracker: Queue.offer(trackerWake, undefined).pipe(Effect.asVoid),

@@ -3,6 +3,10 @@
  * are polled fast right after acceptance and slowly while they rest; when many
  * are due at once, one open-orders call answers for all of them and only the
  * orders missing from it (their state is in doubt) get a status call each.
+ *
+ * When an order has filled more, the fills are synced before the progress is
+ * published, so whoever follows the engine hears the fills first. Polls never
+ * overlap: one that starts reads the journal as the last one left it.
  */
 import { Clock, Effect } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
@@ -13,6 +17,7 @@ import { OrderKind } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
 import { Execution } from "./Execution.js"
+import { FillSync } from "./FillSync.js"
 import { EngineSettings } from "./Settings.js"
 
 const KNOWN_KINDS: ReadonlySet<string> = new Set(OrderKind.literals)
@@ -36,7 +41,9 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     const journal = yield* OrderJournal
     const execution = yield* Execution
     const bus = yield* EngineBus
+    const fillSync = yield* FillSync
     const settings = (yield* EngineSettings).tracker
+    const lock = yield* Effect.makeSemaphore(1)
     const unknownKindsLogged = new Set<string>()
 
     const nextPoll = (row: OrderRow, now: number): number =>
@@ -75,8 +82,13 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           if (row.cancelRequested) yield* execution.sendCancel(row)
           return
         }
+        if (progressed) {
+          // The fills first: an update reporting them must not reach a strategy before they do.
+          yield* fillSync.syncOnce.pipe(
+            Effect.catchAll((error) => Effect.zipRight(logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync))
+          )
+        }
         const moved = isOrderEvent(event) ? yield* execution.move(row.orderId, event, patch) : undefined
-        if (progressed) yield* bus.triggerFillSync
         if (moved !== undefined && moved.cancelRequested && moved.terminalAt === null) yield* execution.sendCancel(moved)
       })
 
@@ -92,35 +104,56 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         )
       )
 
-    const pollOnce: Effect.Effect<PollReport> = Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const live = (yield* journal.inStates(["accepted", "pending", "resting"])).filter((o) => o.clientOrderId !== null)
-      const due = live.filter((o) => (o.nextPollAt ?? 0) <= now)
-      if (due.length === 0) return { due: 0, statusCalls: 0, openOrdersCalls: 0 }
-      const reschedule: Array<readonly [number, OrderPatch]> = []
-      let inDoubt: ReadonlyArray<OrderRow> = due
-      let openOrdersCalls = 0
-      // One open-orders answer covers every live order; observing them all lines their polls up for the next batch.
-      if (due.length >= settings.batchThreshold || (live.length >= settings.batchThreshold && due.length > 1)) {
-        const open = yield* Effect.either(client.openOrders())
-        openOrdersCalls = 1
-        if (open._tag === "Right") {
-          const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
-          for (const row of live) {
-            const seen = byId.get(row.clientOrderId!)
-            if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty }, reschedule)
+    /** Polls `due`, a part of the live orders `live`. */
+    const poll = (live: ReadonlyArray<OrderRow>, due: ReadonlyArray<OrderRow>) =>
+      Effect.gen(function* () {
+        const reschedule: Array<readonly [number, OrderPatch]> = []
+        let inDoubt: ReadonlyArray<OrderRow> = due
+        let openOrdersCalls = 0
+        // One open-orders answer covers every live order; observing them all lines their polls up for the next batch.
+        if (due.length >= settings.batchThreshold || (live.length >= settings.batchThreshold && due.length > 1)) {
+          const open = yield* Effect.either(client.openOrders())
+          openOrdersCalls = 1
+          if (open._tag === "Right") {
+            const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
+            for (const row of live) {
+              const seen = byId.get(row.clientOrderId!)
+              if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty }, reschedule)
+            }
+            // Missing from the list: finished, or not listed yet; only a status call tells which.
+            inDoubt = due.filter((row) => !byId.has(row.clientOrderId!))
           }
-          // Missing from the list: finished, or not listed yet; only a status call tells which.
-          inDoubt = due.filter((row) => !byId.has(row.clientOrderId!))
         }
-      }
-      yield* Effect.forEach(inDoubt, (row) => pollStatus(row, reschedule), { concurrency: settings.concurrency, discard: true })
-      yield* journal.updateMany(reschedule, yield* Clock.currentTimeMillis)
-      return { due: due.length, statusCalls: inDoubt.length, openOrdersCalls }
-    })
+        yield* Effect.forEach(inDoubt, (row) => pollStatus(row, reschedule), { concurrency: settings.concurrency, discard: true })
+        yield* journal.updateMany(reschedule, yield* Clock.currentTimeMillis)
+        return { due: due.length, statusCalls: inDoubt.length, openOrdersCalls }
+      })
+
+    const liveOrders = Effect.map(journal.inStates(["accepted", "pending", "resting"]), (rows) => rows.filter((o) => o.clientOrderId !== null))
+    const nothingDue: PollReport = { due: 0, statusCalls: 0, openOrdersCalls: 0 }
+
+    const pollOnce: Effect.Effect<PollReport> = lock.withPermits(1)(
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const live = yield* liveOrders
+        const due = live.filter((o) => (o.nextPollAt ?? 0) <= now)
+        return due.length === 0 ? nothingDue : yield* poll(live, due)
+      })
+    )
+
+    /** Polls every live order of one strategy now, whenever its next poll was due. */
+    const pollStrategy = (strategyId: string): Effect.Effect<PollReport> =>
+      lock.withPermits(1)(
+        Effect.gen(function* () {
+          const live = yield* liveOrders
+          const mine = live.filter((o) => o.strategyId === strategyId)
+          return mine.length === 0 ? nothingDue : yield* poll(live, mine)
+        })
+      )
 
     return {
       pollOnce,
+      pollStrategy,
       loop: Effect.gen(function* () {
         for (;;) {
           yield* Effect.race(bus.awaitTrackerWake, Effect.sleep(settings.tickMs))

@@ -3,6 +3,9 @@
  * reading the public ticker and candles endpoints through the client (lowest
  * budget priority) and handing each instance the ticker and every newly closed
  * candle. Prices seen here are the `lastPrices` of every strategy's view.
+ *
+ * Before an instance gets new candles, `beforeCandles` runs for it: the daemon
+ * uses it to put the fills and order updates the venue already has ahead of them.
  */
 import { Effect, Schedule, type Scope } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
@@ -39,7 +42,8 @@ export interface LastPrices {
  */
 export const runMarketData = (
   subscriptions: ReadonlyArray<Subscription>,
-  now: () => number
+  now: () => number,
+  beforeCandles: (instance: RunningInstance) => Effect.Effect<void> = () => Effect.void
 ): Effect.Effect<LastPrices, never, Scope.Scope | SvcClient> =>
   Effect.gen(function* () {
     const client = yield* SvcClient
@@ -69,10 +73,10 @@ export const runMarketData = (
         for (const { instance } of group) {
           if (instance.definition.onCandle === undefined) continue
           const seen = yield* instance.lastCandleOpen
-          for (const candle of closed) {
-            if (seen !== undefined && candle.openTime <= seen) continue
-            yield* instance.deliver({ _tag: "Candle", event: { symbol, interval, ...candle } })
-          }
+          const fresh = seen === undefined ? closed : closed.filter((candle) => candle.openTime > seen)
+          if (fresh.length === 0) continue
+          yield* beforeCandles(instance)
+          for (const candle of fresh) yield* instance.deliver({ _tag: "Candle", event: { symbol, interval, ...candle } })
         }
       })
       yield* Effect.forkScoped(

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { Engine } from "../../src/engine/Engine.js"
-import type { OrderUpdate } from "../../src/engine/EngineBus.js"
+import type { EngineEvent, OrderUpdate } from "../../src/engine/EngineBus.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
@@ -138,6 +138,43 @@ describe("engine against svc-venue", () => {
     expect(cancelled?.filledBaseQty.toFixed()).toBe("0.05")
     const again = await engine.run(Effect.flatMap(Engine, (e) => e.submit("s2", [{ type: "cancel", tag: "ask" }])))
     expect(again[0]).toMatchObject({ _tag: "Refused", reason: "already-final" })
+  })
+
+  it("catchUp finds a maker fill the background polls have not seen, and publishes the fill before the update reporting it", async () => {
+    // Background polls and syncs slowed to never: only catchUp can learn of the fill.
+    const { venue, engine } = await setup({
+      tracker: { fastPollMs: 50, fastWindowMs: 200, restingPollMs: 600_000 },
+      fillSync: { intervalMs: 600_000 },
+      reconcile: { intervalMs: 600_000 }
+    })
+    await engine.run(Effect.flatMap(Engine, (e) => e.submit("s5", [{ type: "limit", tag: "ask", symbol: "BTCUSDT", side: "sell", baseQty: d("0.1"), limitPrice: d("60200") }])))
+    const byTag = Effect.flatMap(OrderJournal, (j) => j.latestByTag("s5", "ask"))
+    await engine.run(eventually(Effect.map(byTag, (o) => (o?.state === "resting" ? o : undefined)), "the ask to rest"))
+    // Past the fast window, the tape passes the ask: it fills whole, as maker.
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60300" })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await engine.run(byTag))?.state, "nothing in the background noticed").toBe("resting")
+
+    const events = await engine.run(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const e = yield* Engine
+          const stream = yield* e.updates()
+          const seen: Array<EngineEvent> = []
+          yield* Effect.forkScoped(Stream.runForEach(stream, (event) => Effect.sync(() => seen.push(event))))
+          const published = yield* e.catchUp("s5")
+          yield* eventually(Effect.sync(() => (seen.some((event) => event.seq >= published) ? true : undefined)), "the published events")
+          return seen
+        })
+      )
+    )
+    const fill = events.find((event) => event._tag === "Fill" && event.update.tag === "ask")
+    const update = events.find((event) => event._tag === "OrderUpdate" && event.update.tag === "ask" && event.update.state === "fill")
+    expect(fill?._tag === "Fill" && fill.update.fill.liquidity).toBe("maker")
+    expect(update, "the order update reporting the fill").toBeDefined()
+    expect(fill!.seq).toBeLessThan(update!.seq)
+    expect((await engine.run(byTag))?.state).toBe("fill")
   })
 
   it("SPOT_INSUFFICIENT_FUNDS, SPOT_SLIPPAGE_EXCEEDED and SPOT_HALTED reach the strategy with their code", async () => {

@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { LosslessNumber } from "lossless-json"
 import { describe, expect, it } from "vitest"
-import { Decimal, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
+import { Decimal, divideDown, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
 
 /** Random decimals with up to 30 significant digits and up to 18 places. */
@@ -64,6 +64,32 @@ describe("Decimal", () => {
         const q = quantize(value, step, mode as "down")
         expect(isMultipleOf(q, step)).toBe(true)
         expect(q.minus(value).abs().lt(step)).toBe(true)
+      })
+    )
+  })
+
+  it("divides down to the step exactly, where a 64-digit quotient would round up to the next step", () => {
+    const step = fromString("0.00001")
+    expect(divideDown(fromString("1000"), fromString("60489.02"), step).toFixed()).toBe("0.01653")
+    // 1 - 1e-70 over 1 is a whole step short of 1 at any precision below 70 digits.
+    const justUnder = fromString(`0.${"9".repeat(70)}`)
+    expect(divideDown(justUnder, fromString("1"), step).toFixed()).toBe("0.99999")
+    expect(divideDown(fromString("-7"), fromString("2"), fromString("1")).toFixed()).toBe("-3")
+    expect(toJsonNumber(divideDown(fromString("0.000001"), fromString("1"), step))).toBe("0")
+    expect(() => divideDown(fromString("1"), fromString("1"), fromString("0"))).toThrow(/positive/)
+  })
+
+  it("property: divideDown is the largest multiple of the step whose product with the divisor fits the dividend", () => {
+    fc.assert(
+      fc.property(decimalText, decimalText, fc.constantFrom("0.01", "0.00001", "0.5", "1", "0.000000000000000001"), (dividendText, divisorText, stepText) => {
+        const dividend = fromString(dividendText).abs()
+        const divisor = fromString(divisorText).abs()
+        fc.pre(!divisor.isZero())
+        const step = fromString(stepText)
+        const q = divideDown(dividend, divisor, step)
+        expect(isMultipleOf(q, step)).toBe(true)
+        expect(q.mul(divisor).lte(dividend)).toBe(true)
+        expect(q.add(step).mul(divisor).gt(dividend)).toBe(true)
       })
     )
   })
