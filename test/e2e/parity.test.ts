@@ -22,12 +22,12 @@ import { compareFills, describeMismatches } from "../../src/backtest/Parity.js"
 import { Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
 import { positionChange } from "../../src/strategy/orders.js"
 import { decodeParams } from "../../src/strategy/Strategy.js"
-import { decodeAccounts, devAccounts, toFees, toPairSpec } from "../../src/venue/Accounts.js"
+import { decodeAccounts, devAccounts, toPairSpec } from "../../src/venue/Accounts.js"
 import type { Candle } from "../../src/venue/Matching.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
 import { events, killAll, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
-import { comparable, devBalance, venueFillRows, venuePnl } from "../support/parity.js"
+import { comparable, devBacktest, venueFillRows, venuePnl } from "../support/parity.js"
 import { startVenue } from "../support/venue.js"
 
 afterAll(killAll)
@@ -65,16 +65,7 @@ const UNSETTLED_ORDERS = `SELECT count(*) AS n FROM orders WHERE strategy_id = '
  */
 const playBoth = async (rawParams: Record<string, unknown>, tape: ReadonlyArray<Candle>, minimum: { fills: number; maker: number }) => {
   const params = Either.getOrThrow(decodeParams(smaCrossover, "parity", rawParams))
-  const setup = (candles: ReadonlyArray<Candle>) => ({
-    strategy: smaCrossover,
-    params,
-    pair,
-    fees: toFees(devAccounts.fees),
-    settleDelayMs: 50,
-    balances: { USDT: devBalance("USDT"), BTC: devBalance("BTC") },
-    candles,
-    intervalMs: MINUTE
-  })
+  const setup = (candles: ReadonlyArray<Candle>) => devBacktest(smaCrossover, params, candles)
   // The backtest never settles what is placed at the last close, while the daemon
   // would: the tape ends on the last candle after which the strategy placed nothing.
   // A run is causal, so the full run's last fill time tells where that is.

@@ -3,14 +3,28 @@
  * form, and its PnL over a tape, valued the way the backtester values a run
  * (start holdings at the first open, end holdings at the last close).
  */
+import type { BacktestSetup } from "../../src/backtest/Backtest.js"
 import type { ComparableFill } from "../../src/backtest/Parity.js"
 import { type Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
-import { devAccounts, devTradeKey } from "../../src/venue/Accounts.js"
+import type { StrategyDefinition } from "../../src/strategy/Strategy.js"
+import { decodeAccounts, devAccounts, devTradeKey, toFees, toPairSpec } from "../../src/venue/Accounts.js"
 import type { Candle } from "../../src/venue/Matching.js"
 import type { TestVenue } from "./venue.js"
 
 /** The dev account's starting balance of an asset. */
 export const devBalance = (asset: string): Decimal => fromString(devAccounts.accounts[0]!.balances?.[asset] ?? "0")
+
+/** A backtest of one-minute candles on the dev account's first pair, with its balances, the venue's fees and settle delay (50 ms). */
+export const devBacktest = <P, S>(strategy: StrategyDefinition<P, S>, params: P, candles: ReadonlyArray<Candle>): BacktestSetup<P, S> => ({
+  strategy,
+  params,
+  pair: toPairSpec(decodeAccounts(devAccounts).pairs[0]!),
+  fees: toFees(devAccounts.fees),
+  settleDelayMs: 50,
+  balances: { USDT: devBalance("USDT"), BTC: devBalance("BTC") },
+  candles,
+  intervalMs: 60_000
+})
 
 export interface VenueFillRow {
   readonly side: "buy" | "sell"

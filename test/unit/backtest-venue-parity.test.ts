@@ -12,11 +12,11 @@ import { Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../../src/domain/Intent.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { decodeParams, type StrategyDefinition } from "../../src/strategy/Strategy.js"
-import { decodeAccounts, devAccounts, devTradeKey, toFees, toPairSpec } from "../../src/venue/Accounts.js"
+import { decodeAccounts, devAccounts, devTradeKey, toPairSpec } from "../../src/venue/Accounts.js"
 import type { Candle } from "../../src/venue/Matching.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
-import { comparable, devBalance, venueFillRows, venuePnl } from "../support/parity.js"
+import { comparable, devBacktest, venueFillRows, venuePnl } from "../support/parity.js"
 import { eventually, startVenue, type TestVenue } from "../support/venue.js"
 
 const CANDLES = 400
@@ -74,16 +74,7 @@ describe("backtest and svc-venue over loopback, driven by the same tape", () => 
     const intents = new Map<number, Array<Intent>>()
     const params = Either.getOrThrow(decodeParams(smaCrossover, "parity", { fastPeriod: 4, slowPeriod: 12, entry: "limit", limitOffsetBps: 3, quoteQty: "3000" }))
     const backtest: BacktestResult = Either.getOrThrow(
-      runBacktest({
-        strategy: recordIntents(smaCrossover, intents),
-        params,
-        pair,
-        fees: toFees(devAccounts.fees),
-        settleDelayMs: 50,
-        balances: { USDT: devBalance("USDT"), BTC: devBalance("BTC") },
-        candles,
-        intervalMs: 60_000
-      })
+      runBacktest(devBacktest(recordIntents(smaCrossover, intents), params, candles))
     )
     expect(backtest.fills.filter((f) => f.liquidity === "maker").length).toBeGreaterThan(0)
     expect(backtest.fills.filter((f) => f.liquidity === "taker").length).toBeGreaterThan(0)
