@@ -44,7 +44,7 @@ const settle = (engine: RunningEngine, venue: TestVenue) =>
         if (inFlight.length > 0) return undefined
         yield* Effect.flatMap(Engine, (e) => e.syncFills)
         const stored = yield* Effect.flatMap(FillLedger, (l) => l.count)
-        const venueFills = yield* Effect.promise(() => venue.admin("GET", `/_venue/fills?uid=${venue.uid}`))
+        const venueFills = yield* Effect.tryPromise(() => venue.admin("GET", `/_venue/fills?uid=${venue.uid}`))
         return stored === venueFills.fills.length ? true : undefined
       }).pipe(Effect.catchAll(() => Effect.succeed(undefined))),
       "the engine to settle",

@@ -95,11 +95,20 @@ export const startVenue = async (options: StartVenueOptions = {}): Promise<TestV
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
   const { hostname, port } = new URL(running.url)
 
-  const raw: TestVenue["raw"] = (method, target, init = {}) =>
-    new Promise((resolve, reject) => {
-      const body = init.body === undefined ? undefined : typeof init.body === "string" ? Buffer.from(init.body, "utf8") : Buffer.from(init.body)
-      const headers: Record<string, string> = { ...(init.headers ?? {}) }
-      if (body !== undefined) headers["content-length"] = String(body.length)
+  const raw: TestVenue["raw"] = (method, target, init = {}) => {
+    const body = init.body === undefined ? undefined : typeof init.body === "string" ? Buffer.from(init.body, "utf8") : Buffer.from(init.body)
+    const headers: Record<string, string> = { ...(init.headers ?? {}) }
+    if (body !== undefined) headers["content-length"] = String(body.length)
+    return send(method, target, headers, body).catch((error: NodeJS.ErrnoException & { readonly reusedSocket?: boolean }) => {
+      // A kept-alive socket the server closed as idle just as this request went out on it is
+      // reset before the server read anything: the request never arrived, so it is sent again.
+      if (error.reusedSocket === true && error.code === "ECONNRESET") return send(method, target, headers, body)
+      throw error
+    })
+  }
+
+  const send = (method: string, target: string, headers: Record<string, string>, body: Buffer | undefined) =>
+    new Promise<Answer>((resolve, reject) => {
       const req = http.request({ host: hostname, port, method, path: target, headers, agent }, (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
@@ -115,7 +124,7 @@ export const startVenue = async (options: StartVenueOptions = {}): Promise<TestV
         })
         res.on("error", reject)
       })
-      req.on("error", reject)
+      req.on("error", (error) => reject(Object.assign(error, { reusedSocket: req.reusedSocket })))
       req.end(body)
     })
 
