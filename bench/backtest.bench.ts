@@ -35,9 +35,14 @@ const cpuSeconds = (from: NodeJS.CpuUsage): number => {
  */
 const settleHeap = (): void => (globalThis as { gc?: () => void }).gc?.()
 
+settleHeap()
+const heapBefore = process.memoryUsage().heapUsed
 let started = process.hrtime.bigint()
 const candles = syntheticCandles(count, { seed: 42, startPrice: new Decimal(pairEntry.price), tickSize: pair.tickSize, stepSize: pair.stepSize, startMs: Date.UTC(2024, 0, 1) })
 const generateSeconds = seconds(started)
+settleHeap()
+/** What the tape holds in memory per candle (a figure, not a ratio: it does not depend on the machine's load). */
+const bytesPerCandle = Math.round((process.memoryUsage().heapUsed - heapBefore) / count)
 
 /** The baseline: touch every field of every candle and nothing else. */
 const bareLoop = (all: ReadonlyArray<Candle>): number => {
@@ -87,6 +92,7 @@ process.stdout.write(
     `backtest: ${backtestSeconds.toFixed(2)} s wall, ${backtestCpuSeconds.toFixed(2)} s CPU (${(count / backtestCpuSeconds).toFixed(0)} candles per CPU second)`,
     `goal ${GOAL_CANDLES_PER_SECOND} candles/s: ${backtestRate >= GOAL_CANDLES_PER_SECOND ? "met" : `not met (${((backtestRate / GOAL_CANDLES_PER_SECOND) * 100).toFixed(1)} % of it)`}`,
     `fills ${result.fills.length}, closed trades ${result.metrics.trades}, checksum ${checksum}`,
+    `tape in memory: ${bytesPerCandle} bytes per candle`,
     ""
   ].join("\n")
 )
@@ -102,6 +108,7 @@ process.stdout.write(
     goalMet: backtestRate >= GOAL_CANDLES_PER_SECOND,
     fills: result.fills.length,
     trades: result.metrics.trades,
+    bytesPerCandle,
     generateSeconds
   })}\n`
 )

@@ -11,7 +11,7 @@
 import { Schema } from "effect"
 import { Decimal, toFloat, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
-import { smaPush, smaReady, smaValue, smaWindow, type SmaWindow } from "../src/strategy/indicators.js"
+import { smaPush, smaReady, smaValue, smaWindow, SmaWindowState, type SmaWindow } from "../src/strategy/indicators.js"
 import { FreeFunds, limitOrder, marketBuy, marketSell, positionChange, qtyForQuote, shiftBps, tradingPair } from "../src/strategy/orders.js"
 import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type StrategyView } from "../src/strategy/Strategy.js"
 
@@ -31,10 +31,6 @@ const Params = Schema.Struct({
 }).pipe(Schema.filter((p) => (p.fastPeriod < p.slowPeriod ? true : { path: ["slowPeriod"], message: `${p.slowPeriod} must be more than fastPeriod (${p.fastPeriod})` })))
 type Params = typeof Params.Type
 
-const Window = Schema.mutable(
-  Schema.Struct({ period: Schema.Number, values: Schema.mutable(Schema.Array(Schema.Number)), head: Schema.Number, count: Schema.Number, sum: Schema.Number })
-)
-
 interface State {
   fast: SmaWindow
   slow: SmaWindow
@@ -52,8 +48,8 @@ interface State {
 
 const StateSchema = Schema.mutable(
   Schema.Struct({
-    fast: Window,
-    slow: Window,
+    fast: SmaWindowState,
+    slow: SmaWindowState,
     trend: Schema.Number,
     position: DecimalFromString,
     entryTag: Schema.NullOr(Schema.String),

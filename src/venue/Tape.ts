@@ -6,7 +6,7 @@
  * Prices are whole numbers of ticks, so every price is an exact Decimal; the
  * randomness only decides how many ticks a step moves.
  */
-import { Decimal, fromString, quantize } from "../domain/Decimal.js"
+import { compact, Decimal, fromString, quantize } from "../domain/Decimal.js"
 import { bookAround, type Book, type BookShape } from "./Book.js"
 import { candlePath, type Candle } from "./Matching.js"
 
@@ -86,11 +86,11 @@ export class PriceWalk {
   }
 
   ticksToPrice(ticks: number): Decimal {
-    return this.tickSize.mul(ticks)
+    return compact(this.tickSize.mul(ticks))
   }
 
   stepsToQty(steps: number): Decimal {
-    return this.stepSize.mul(steps)
+    return compact(this.stepSize.mul(steps))
   }
 }
 
@@ -156,7 +156,14 @@ export const parseOhlcvCsv = (text: string): ReadonlyArray<Candle> => {
     const [time, open, high, low, close, volume] = cells as [string, string, string, string, string, string]
     if (!/^\d+$/.test(time)) throw new InvalidCsv(`line ${index + 1}: open_time_ms must be an integer count of milliseconds`)
     try {
-      const candle = { openTimeMs: Number(time), open: fromString(open), high: fromString(high), low: fromString(low), close: fromString(close), volume: fromString(volume) }
+      const candle = {
+        openTimeMs: Number(time),
+        open: compact(fromString(open)),
+        high: compact(fromString(high)),
+        low: compact(fromString(low)),
+        close: compact(fromString(close)),
+        volume: compact(fromString(volume))
+      }
       if (candle.high.lt(Decimal.max(candle.open, candle.close)) || candle.low.gt(Decimal.min(candle.open, candle.close))) {
         throw new InvalidCsv(`line ${index + 1}: high and low must enclose open and close`)
       }

@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { LosslessNumber } from "lossless-json"
 import { describe, expect, it } from "vitest"
-import { Decimal, divideDown, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
+import { compact, Decimal, divideDown, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
 
 /** Random decimals with up to 30 significant digits and up to 18 places. */
@@ -90,6 +90,20 @@ describe("Decimal", () => {
         expect(isMultipleOf(q, step)).toBe(true)
         expect(q.mul(divisor).lte(dividend)).toBe(true)
         expect(q.add(step).mul(divisor).gt(dividend)).toBe(true)
+      })
+    )
+  })
+
+  it("property: compact keeps the value, its sign and its exponent", () => {
+    fc.assert(
+      fc.property(decimalText, fc.integer({ min: -1_000_000, max: 1_000_000 }), (text, ticks) => {
+        for (const value of [fromString(text), fromString("0.01").mul(ticks)]) {
+          const tight = compact(value)
+          expect(tight).not.toBe(value)
+          expect(tight.eq(value)).toBe(true)
+          expect(tight.toString()).toBe(value.toString())
+          expect(Object.is(tight.isNegative(), value.isNegative())).toBe(true)
+        }
       })
     )
   })

@@ -1,6 +1,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { ema, emaPush, emaReady, smaPush, smaReady, smaValue, smaWindow } from "../../../src/strategy/indicators.js"
+import { Either, Schema } from "effect"
+import { ema, emaPush, emaReady, smaPush, smaReady, smaValue, smaWindow, SmaWindowState } from "../../../src/strategy/indicators.js"
 
 describe("indicators", () => {
   it("an SMA window equals the average of the last `period` values, however many were pushed", () => {
@@ -23,6 +24,19 @@ describe("indicators", () => {
     const restored = JSON.parse(JSON.stringify(window)) as typeof window
     smaPush(restored, 8)
     expect(smaValue(restored)).toBe(5)
+  })
+
+  it("stored SMA windows decode only when their slots match the period", () => {
+    const window = smaWindow(3)
+    for (const value of [1, 2, 3, 4]) smaPush(window, value)
+    const decode = Schema.decodeUnknownEither(SmaWindowState)
+    expect(Either.getOrThrow(decode(JSON.parse(JSON.stringify(window))))).toEqual(window)
+    for (const broken of [{ ...window, values: [1, 2] }, { ...window, head: 3 }, { ...window, count: 4 }, { ...window, period: 0 }]) {
+      const decoded = decode(broken)
+      expect(Either.isLeft(decoded)).toBe(true)
+    }
+    const short = decode({ ...window, values: [1, 2] })
+    expect(Either.isLeft(short) && String(short.left)).toContain("an SMA window of period 3 needs 3 values")
   })
 
   it("an SMA window does not drift after millions of pushes", () => {
