@@ -28,7 +28,7 @@
  */
 import { Data, Either } from "effect"
 import cron from "node-cron"
-import { Decimal, toFloat, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, toFloat, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import type { OrderKind } from "../svc/Dialect.js"
 import {
@@ -399,7 +399,7 @@ class Run<P, S> {
     for (const [tag, order] of this.tracked) {
       const progress = this.engine.progress(UID, order.clientOrderId)!
       // Every fill gives the order a new filled quantity, so the same object means no change.
-      if (progress.kind === order.kind && (progress.filledBaseQty === order.filledBaseQty || progress.filledBaseQty.eq(order.filledBaseQty))) continue
+      if (progress.kind === order.kind && (progress.filledBaseQty === order.filledBaseQty || compare(progress.filledBaseQty, order.filledBaseQty) === 0)) continue
       const now = this.engine.order(UID, order.clientOrderId)!
       if (order.stop && order.kind === "pending") this.waitingStops -= 1
       order.kind = now.kind

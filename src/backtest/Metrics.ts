@@ -4,7 +4,7 @@
  * statistics over the equity marks and are computed in floating point: they are
  * estimates by nature and a float's 15 digits are plenty.
  */
-import { Decimal, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, sign, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
 import type { FillEvent } from "../strategy/Strategy.js"
 
 /** A fill of a run: what the strategy heard (`FillEvent`) and the venue's id of its order. */
@@ -70,7 +70,7 @@ interface Lot {
 /** Realised PnL of every closing fill, first-in first-out, fees included. */
 export const closedTradePnls = (input: MetricsInput): ReadonlyArray<Decimal> => {
   const lots: Array<Lot> = []
-  if (input.initialBase.gt(0)) lots.push({ qty: input.initialBase, cost: input.initialBase.mul(input.initialPrice) })
+  if (sign(input.initialBase) > 0) lots.push({ qty: input.initialBase, cost: input.initialBase.mul(input.initialPrice) })
   const pnls: Array<Decimal> = []
   for (const fill of input.fills) {
     const baseFee = fill.feeAsset === input.baseAsset ? fill.fee : ZERO
@@ -81,9 +81,9 @@ export const closedTradePnls = (input: MetricsInput): ReadonlyArray<Decimal> => 
     }
     let remaining = fill.baseQty.plus(baseFee)
     let costBasis = ZERO
-    while (remaining.gt(0) && lots.length > 0) {
+    while (sign(remaining) > 0 && lots.length > 0) {
       const lot = lots[0]!
-      if (lot.qty.lte(remaining)) {
+      if (compare(lot.qty, remaining) <= 0) {
         costBasis = costBasis.plus(lot.cost)
         remaining = remaining.minus(lot.qty)
         lots.shift()
@@ -96,7 +96,7 @@ export const closedTradePnls = (input: MetricsInput): ReadonlyArray<Decimal> => 
       }
     }
     // Base that no lot accounts for (e.g. a deposit) is taken at the fill price: no gain, no loss.
-    if (remaining.gt(0)) costBasis = costBasis.plus(remaining.mul(fill.price))
+    if (sign(remaining) > 0) costBasis = costBasis.plus(remaining.mul(fill.price))
     pnls.push(fill.quoteQty.minus(quoteFee).minus(costBasis))
   }
   return pnls
@@ -175,7 +175,7 @@ export const computeMetrics = (input: MetricsInput): Metrics => {
   let grossProfit = ZERO
   let grossLoss = ZERO
   for (const tradePnl of pnls) {
-    if (tradePnl.gt(0)) {
+    if (sign(tradePnl) > 0) {
       wins++
       grossProfit = grossProfit.plus(tradePnl)
     } else {

@@ -69,6 +69,9 @@ export const toJsonNumber = (value: Decimal): string => {
 
 export const ZERO = new Decimal(0)
 
+/** One basis point. Multiplying by it is exact, where dividing by 10000 works out a 64-digit quotient. */
+export const ONE_BPS = new Decimal("0.0001")
+
 /** Rounding modes a caller must name when quantizing; there is no default on purpose. */
 export const Rounding = {
   down: Decimal.ROUND_DOWN,
@@ -80,8 +83,47 @@ export const Rounding = {
 } as const
 export type Rounding = keyof typeof Rounding
 
+/** decimal.js's representation: sign, base-10 exponent of the leading digit, base-1e7 limbs (null for NaN and infinities, `[0]` for zero). */
+interface Limbs {
+  readonly s: number
+  readonly e: number
+  readonly d: ReadonlyArray<number> | null
+}
+
+const limbsOf = (value: Decimal): Limbs => value as unknown as Limbs
+
+/** -1, 0 or 1 by the sign of `value` (0 for either zero), NaN for NaN. */
+export const sign = (value: Decimal): number => {
+  const { s, d } = limbsOf(value)
+  return d !== null && d[0] === 0 ? 0 : s
+}
+
+/**
+ * -1, 0 or 1 as `a` is below, equal to or above `b`: `a.cmp(b)` without the copy
+ * of `b` that every decimal.js comparison makes first. The matching engine and the
+ * backtest compare amounts many times per order, where those copies add up.
+ */
+export const compare = (a: Decimal, b: Decimal): number => {
+  const x = limbsOf(a)
+  const y = limbsOf(b)
+  const xd = x.d
+  const yd = y.d
+  if (xd === null || yd === null) return a.cmp(b)
+  if (xd[0] === 0) return yd[0] === 0 ? 0 : -y.s
+  if (yd[0] === 0 || x.s !== y.s) return x.s
+  // Same sign, both non-zero: the larger magnitude has the larger leading exponent,
+  // or with equal exponents (so equally aligned limbs) the larger first differing limb.
+  if (x.e !== y.e) return x.e > y.e ? x.s : -x.s
+  const n = Math.min(xd.length, yd.length)
+  for (let i = 0; i < n; i++) if (xd[i] !== yd[i]) return xd[i]! > yd[i]! ? x.s : -x.s
+  return xd.length === yd.length ? 0 : xd.length > yd.length ? x.s : -x.s
+}
+
+/** The smaller of two amounts (the first when equal), without decimal.js's copies of both. */
+export const min = (a: Decimal, b: Decimal): Decimal => (compare(b, a) < 0 ? b : a)
+
 const checkStep = (step: Decimal): void => {
-  if (!step.isFinite() || !step.gt(ZERO)) throw new InvalidDecimal(step.toString(), "a tick or step size must be positive")
+  if (!step.isFinite() || sign(step) <= 0) throw new InvalidDecimal(step.toString(), "a tick or step size must be positive")
 }
 
 /** Zero without a sign: a quantized `-0` would print as "-0". */
@@ -123,7 +165,7 @@ const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
  * correctly rounded answer. Anything else takes the general path.
  */
 export const toFloat = (value: Decimal): number => {
-  const limbs = (value as unknown as { d: ReadonlyArray<number> | null }).d
+  const limbs = limbsOf(value).d
   if (limbs === null) return value.toNumber()
   // Unrolled: this runs for every candle a backtest reads.
   const count = limbs.length

@@ -4,7 +4,7 @@
  * Every builder returns `undefined` instead of an intent that would be refused,
  * so a strategy simply places nothing when it cannot.
  */
-import { Decimal, divideDown, quantize, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, divideDown, ONE_BPS, quantize, sign, ZERO } from "../domain/Decimal.js"
 import type { LimitIntent, MarketIntent, StopLimitIntent } from "../domain/Intent.js"
 import type { Side } from "../svc/Dialect.js"
 import type { PairRules, StrategyView } from "./Strategy.js"
@@ -20,7 +20,7 @@ export const freeBalance = (view: StrategyView, asset: string): Decimal => view.
 const BPS = new Decimal(10000)
 
 /** `value` moved by `bps` basis points: up for positive, down for negative. */
-export const shiftBps = (value: Decimal, bps: number | Decimal): Decimal => value.mul(BPS.add(bps)).div(BPS)
+export const shiftBps = (value: Decimal, bps: number | Decimal): Decimal => value.mul(BPS.add(bps)).mul(ONE_BPS)
 
 /** A buy never pays more than asked and a sell never takes less, so prices round away from the trader's harm. */
 export const roundPrice = (price: Decimal, side: Side, rules: PairRules): Decimal =>
@@ -30,7 +30,7 @@ export const roundPrice = (price: Decimal, side: Side, rules: PairRules): Decima
 export const roundQty = (qty: Decimal, rules: PairRules): Decimal => quantize(qty, rules.stepSize, "floor")
 
 export const meetsMinimums = (rules: PairRules, baseQty: Decimal, price: Decimal): boolean =>
-  baseQty.gt(0) && baseQty.gte(rules.minBaseQty) && baseQty.mul(price).gte(rules.minNotional)
+  sign(baseQty) > 0 && compare(baseQty, rules.minBaseQty) >= 0 && compare(baseQty.mul(price), rules.minNotional) >= 0
 
 /**
  * The free balances a handler may still commit while it builds several intents:
@@ -49,7 +49,7 @@ export class FreeFunds {
   /** Takes `amount` of `asset` if it is free; false (and nothing taken) otherwise. */
   take(asset: string, amount: Decimal): boolean {
     const available = this.available(asset)
-    if (amount.gt(available)) return false
+    if (compare(amount, available) > 0) return false
     this.left.set(asset, available.sub(amount))
     return true
   }
@@ -57,7 +57,7 @@ export class FreeFunds {
 
 /** The largest quantity on the step whose cost at `price` fits in `quote`. */
 export const qtyForQuote = (quote: Decimal, price: Decimal, rules: PairRules): Decimal =>
-  price.gt(0) && quote.gt(0) ? divideDown(quote, price, rules.stepSize) : ZERO
+  sign(price) > 0 && sign(quote) > 0 ? divideDown(quote, price, rules.stepSize) : ZERO
 
 interface LimitRequest {
   readonly tag: string

@@ -3,7 +3,7 @@
  * pure function of the pair and the price, so the depth endpoint, market orders
  * and the backtester all see the same liquidity for the same tape.
  */
-import { Decimal, divideDown, quantize } from "../domain/Decimal.js"
+import { Decimal, divideDown, ONE_BPS, quantize, sign } from "../domain/Decimal.js"
 
 export interface BookLevel {
   readonly price: Decimal
@@ -26,8 +26,6 @@ export interface BookShape {
 
 /** Levels on each side of the synthetic book. */
 export const BOOK_LEVELS = 20
-
-const ONE_BPS = new Decimal("0.0001")
 
 /** Distance between levels: one basis point of the price, at least one tick. */
 export const levelSpacing = (shape: BookShape, price: Decimal): Decimal => {
@@ -62,7 +60,7 @@ export class BookSide {
       if (this.exhausted || prices.length >= this.depth) return undefined
       const offset = this.spacing.mul(prices.length + 1)
       const price = this.side === "asks" ? this.price.add(offset) : this.price.sub(offset)
-      if (this.side === "bids" && !price.gt(0)) {
+      if (this.side === "bids" && sign(price) <= 0) {
         this.exhausted = true
         return undefined
       }

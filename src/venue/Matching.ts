@@ -18,7 +18,7 @@
  * - Fees: the received asset pays the maker or taker rate (a buy pays in base, a sell
  *   in quote).
  */
-import { Decimal, divideDown, isMultipleOf, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, ZERO } from "../domain/Decimal.js"
 import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type OrderType, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
@@ -129,6 +129,11 @@ interface Order extends OrderTerms {
   settled: boolean
   filledBaseQty: Decimal
   filledQuoteQty: Decimal
+  /**
+   * The average fill price once known. After one fill it is that fill's price; after
+   * more it is worked out when first read, as the 64-digit quotient of the fills.
+   */
+  avgPrice: Decimal | null
   /** What is still held for this order, in quote (buy) or base (sell). */
   locked: Decimal
   updatedAt: number
@@ -154,7 +159,6 @@ const refuse = (status: Refusal["status"], code: string, msg: string, field?: st
   ...(reason === undefined ? {} : { reason })
 })
 
-const BPS = new Decimal(10000)
 const TWO = new Decimal(2)
 
 /**
@@ -210,14 +214,14 @@ class Waiting {
       for (const order of this.orders) this.widen(order)
       this.stale = false
     }
-    return (this.highestBelow !== null && price.lte(this.highestBelow)) || (this.lowestAbove !== null && price.gte(this.lowestAbove))
+    return (this.highestBelow !== null && compare(price, this.highestBelow) <= 0) || (this.lowestAbove !== null && compare(price, this.lowestAbove) >= 0)
   }
 
   private widen(order: Order): void {
     const wake = this.wakePrice(order)
     if (this.wakesAbove(order)) {
-      if (this.lowestAbove === null || wake.lt(this.lowestAbove)) this.lowestAbove = wake
-    } else if (this.highestBelow === null || wake.gt(this.highestBelow)) {
+      if (this.lowestAbove === null || compare(wake, this.lowestAbove) < 0) this.lowestAbove = wake
+    } else if (this.highestBelow === null || compare(wake, this.highestBelow) > 0) {
       this.highestBelow = wake
     }
   }
@@ -256,7 +260,7 @@ export const RefusalCode = {
 
 // Validation steps are module functions, not closures made per placement: placing is a hot path of a backtest.
 const positiveProblem = (field: string, value: Decimal, step: Decimal, stepName: string): Refusal | undefined => {
-  if (!value.isFinite() || value.lte(0)) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
+  if (!value.isFinite() || sign(value) <= 0) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
   if (!isMultipleOf(value, step)) {
     return refuse(400, RefusalCode.invalidParameter, `${field} must be a multiple of the ${stepName} ${step.toFixed()}`, field, stepName === "tick size" ? "tick-size" : "step-size")
   }
@@ -264,13 +268,13 @@ const positiveProblem = (field: string, value: Decimal, step: Decimal, stepName:
 }
 
 const notionalProblem = (pair: PairSpec, value: Decimal): Refusal | undefined =>
-  value.lt(pair.minNotional)
+  compare(value, pair.minNotional) < 0
     ? refuse(400, RefusalCode.invalidParameter, `order value ${value.toFixed()} is below the minimum notional ${pair.minNotional.toFixed()}`, "baseQty", "below-min-notional")
     : undefined
 
 const baseQtyProblem = (pair: PairSpec, value: Decimal): Refusal | undefined =>
   positiveProblem("baseQty", value, pair.stepSize, "step size") ??
-  (value.lt(pair.minBaseQty) ? refuse(400, RefusalCode.invalidParameter, `baseQty is below the minimum ${pair.minBaseQty.toFixed()}`, "baseQty", "below-min-base-qty") : undefined)
+  (compare(value, pair.minBaseQty) < 0 ? refuse(400, RefusalCode.invalidParameter, `baseQty is below the minimum ${pair.minBaseQty.toFixed()}`, "baseQty", "below-min-base-qty") : undefined)
 
 export class MatchingEngine {
   private readonly pairsBySymbol = new Map<string, PairSpec>()
@@ -389,6 +393,7 @@ export class MatchingEngine {
       settled: false,
       filledBaseQty: ZERO,
       filledQuoteQty: ZERO,
+      avgPrice: null,
       locked: ZERO,
       updatedAt: nowMs
     }
@@ -420,10 +425,10 @@ export class MatchingEngine {
         }
         if (request.side === "buy") {
           const quoteQty = request.quoteOrderQty
-          if (!quoteQty.isFinite() || quoteQty.lte(0)) {
+          if (!quoteQty.isFinite() || sign(quoteQty) <= 0) {
             return refuse(400, RefusalCode.invalidParameter, "quoteOrderQty must be greater than 0", "quoteOrderQty", "not-positive")
           }
-          return quoteQty.lt(pair.minNotional)
+          return compare(quoteQty, pair.minNotional) < 0
             ? refuse(400, RefusalCode.invalidParameter, `quoteOrderQty is below the minimum notional ${pair.minNotional.toFixed()}`, "quoteOrderQty", "below-min-notional")
             : undefined
         }
@@ -494,7 +499,7 @@ export class MatchingEngine {
   private lock(order: Order): boolean {
     const amount = order.side === "buy" ? order.baseQty!.mul(order.limitPrice!) : order.baseQty!
     const wallet = this.wallet(order.uid, order.side === "buy" ? order.pair.quote : order.pair.base)
-    if (wallet.free.lt(amount)) return false
+    if (compare(wallet.free, amount) < 0) return false
     wallet.free = wallet.free.sub(amount)
     wallet.locked = wallet.locked.add(amount)
     order.locked = amount
@@ -517,8 +522,8 @@ export class MatchingEngine {
       for (let i = 0, at = levels.priceAt(0); at !== undefined; at = levels.priceAt(++i)) {
         const remaining = order.baseQty!.sub(order.filledBaseQty)
         if (remaining.isZero()) break
-        if (order.side === "buy" ? at.gt(order.limitPrice!) : at.lt(order.limitPrice!)) break
-        this.fill(order, Decimal.min(remaining, levels.level(i)!.baseQty), at, "taker", nowMs)
+        if (compare(at, order.limitPrice!) === (order.side === "buy" ? 1 : -1)) break
+        this.fill(order, min(remaining, levels.level(i)!.baseQty), at, "taker", nowMs)
       }
     }
     if (order.kind !== "fill") {
@@ -548,10 +553,10 @@ export class MatchingEngine {
     const price = this.prices.get(pair.symbol)
     if (order.side === "buy") {
       const quote = this.wallet(order.uid, pair.quote)
-      if (quote.free.lt(order.quoteOrderQty!)) return this.reject(order, RejectCode.insufficientFunds)
+      if (compare(quote.free, order.quoteOrderQty!) < 0) return this.reject(order, RejectCode.insufficientFunds)
     } else {
       const base = this.wallet(order.uid, pair.base)
-      if (base.free.lt(order.baseQty!)) return this.reject(order, RejectCode.insufficientFunds)
+      if (compare(base.free, order.baseQty!) < 0) return this.reject(order, RejectCode.insufficientFunds)
     }
     if (price === undefined) return this.reject(order, RejectCode.slippageExceeded)
     const plan = planMarket(pair, order, price, this.book(pair, price, order.side))
@@ -593,10 +598,12 @@ export class MatchingEngine {
       }
       quote.free = quote.free.add(quoteQty.sub(fee))
     }
+    // The first fill's price is its exact average; a later fill leaves the average to be worked out on read.
+    order.avgPrice = order.filledBaseQty.isZero() ? price : null
     order.filledBaseQty = order.filledBaseQty.add(baseQty)
     order.filledQuoteQty = order.filledQuoteQty.add(quoteQty)
     order.updatedAt = nowMs
-    if (order.baseQty !== null && order.filledBaseQty.eq(order.baseQty)) {
+    if (order.baseQty !== null && compare(order.filledBaseQty, order.baseQty) === 0) {
       order.kind = "fill"
       // Anything still held (rounding cannot leave any, but a lock must never leak) goes back.
       this.release(order)
@@ -644,8 +651,9 @@ export class MatchingEngine {
   /** Fills a resting order as maker if the price reaches its limit; says whether it filled. */
   private makerFill(order: Order, price: Decimal, nowMs: number): boolean {
     const limit = order.limitPrice!
-    const crossed = order.side === "buy" ? price.lt(limit) : price.gt(limit)
-    const touched = !crossed && price.eq(limit)
+    const side = compare(price, limit)
+    const crossed = side === (order.side === "buy" ? -1 : 1)
+    const touched = side === 0
     if (!crossed && !touched) return false
     const remaining = order.baseQty!.sub(order.filledBaseQty)
     let qty = remaining
@@ -664,7 +672,7 @@ export class MatchingEngine {
       this.prices.set(symbol, candle.close)
       return
     }
-    const rising = candle.close.gte(candle.open)
+    const rising = compare(candle.close, candle.open) >= 0
     this.onPrice(symbol, candle.open, nowMs)
     this.onPrice(symbol, rising ? candle.low : candle.high, nowMs)
     this.onPrice(symbol, rising ? candle.high : candle.low, nowMs)
@@ -734,11 +742,11 @@ export class MatchingEngine {
 const isResting = (order: Order): boolean => order.kind === "resting"
 
 const stopReached = (order: Order, price: Decimal): boolean =>
-  order.side === "buy" ? price.gte(order.stopPrice!) : price.lte(order.stopPrice!)
+  compare(price, order.stopPrice!) !== (order.side === "buy" ? -1 : 1)
 
 /** The candle's price path: bullish candles dip first, bearish ones spike first (`onCandle` walks the same path). */
 export const candlePath = (candle: Candle): ReadonlyArray<Decimal> =>
-  candle.close.gte(candle.open)
+  compare(candle.close, candle.open) >= 0
     ? [candle.open, candle.low, candle.high, candle.close]
     : [candle.open, candle.high, candle.low, candle.close]
 
@@ -752,7 +760,7 @@ interface PlannedFill {
  * completely within its slippage bound (the order is then rejected as a whole).
  */
 const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: BookSide): ReadonlyArray<PlannedFill> | undefined => {
-  const slip = reference.mul(order.maxSlippageBps!).div(BPS)
+  const slip = reference.mul(order.maxSlippageBps!).mul(ONE_BPS)
   const plan: Array<PlannedFill> = []
   if (order.side === "buy") {
     const bound = reference.add(slip)
@@ -761,11 +769,11 @@ const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: Bo
       const affordable = divideDown(quoteLeft, level.price, pair.stepSize)
       // The rest of the quote cannot buy one more step: the order is complete.
       if (affordable.isZero()) return plan.length === 0 ? undefined : plan
-      if (level.price.gt(bound)) return undefined
-      const qty = Decimal.min(affordable, level.baseQty)
+      if (compare(level.price, bound) > 0) return undefined
+      const qty = min(affordable, level.baseQty)
       plan.push({ price: level.price, baseQty: qty })
       quoteLeft = quoteLeft.sub(qty.mul(level.price))
-      if (qty.eq(affordable)) return plan
+      if (compare(qty, affordable) === 0) return plan
     }
     return undefined
   }
@@ -773,8 +781,8 @@ const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: Bo
   let baseLeft = order.baseQty!
   for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
     if (baseLeft.isZero()) break
-    if (level.price.lt(bound)) return undefined
-    const qty = Decimal.min(baseLeft, level.baseQty)
+    if (compare(level.price, bound) < 0) return undefined
+    const qty = min(baseLeft, level.baseQty)
     plan.push({ price: level.price, baseQty: qty })
     baseLeft = baseLeft.sub(qty)
   }
@@ -795,7 +803,7 @@ const view = (order: Order): OrderView => ({
   maxSlippageBps: order.maxSlippageBps,
   filledBaseQty: order.filledBaseQty,
   filledQuoteQty: order.filledQuoteQty,
-  avgPrice: order.filledBaseQty.isZero() ? null : order.filledQuoteQty.div(order.filledBaseQty),
+  avgPrice: order.filledBaseQty.isZero() ? null : (order.avgPrice ??= order.filledQuoteQty.div(order.filledBaseQty)),
   createdAt: order.createdAt,
   updatedAt: order.updatedAt
 })

@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { LosslessNumber } from "lossless-json"
 import { describe, expect, it } from "vitest"
-import { compact, Decimal, divideDown, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
+import { compact, compare, Decimal, divideDown, min, sign, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
 
 /** Random decimals with up to 30 significant digits and up to 18 places. */
@@ -92,6 +92,27 @@ describe("Decimal", () => {
         expect(q.add(step).mul(divisor).gt(dividend)).toBe(true)
       })
     )
+  })
+
+  it("property: compare, sign and min agree with decimal.js, near and far apart, zero and signs included", () => {
+    const value = fc.oneof(decimalText.map(fromString), fc.constantFrom(new Decimal(0), new Decimal("-0"), new Decimal(10_000_000), new Decimal("1e-7")))
+    // A value and one near it share exponent and leading limbs, where the comparison walks the limbs.
+    const pair = fc.oneof(
+      fc.tuple(value, value),
+      fc.tuple(value, fc.constantFrom("0", "1e-30", "-1e-30", "0.0000001", "1", "-10000000")).map(([a, delta]) => [a, a.add(delta)] as const)
+    )
+    fc.assert(
+      fc.property(pair, ([a, b]) => {
+        expect(compare(a, b)).toBe(a.cmp(b))
+        expect(compare(b, a)).toBe(b.cmp(a))
+        expect(sign(a)).toBe(a.isZero() ? 0 : a.isNegative() ? -1 : 1)
+        expect(min(a, b).eq(Decimal.min(a, b))).toBe(true)
+      })
+    )
+    expect(compare(new Decimal(Infinity), new Decimal(1))).toBe(1)
+    expect(compare(new Decimal(-Infinity), new Decimal(1))).toBe(-1)
+    expect(Number.isNaN(compare(new Decimal(NaN), new Decimal(1)))).toBe(true)
+    expect(Number.isNaN(sign(new Decimal(NaN)))).toBe(true)
   })
 
   it("property: compact keeps the value, its sign and its exponent", () => {
