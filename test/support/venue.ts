@@ -100,9 +100,10 @@ export const startVenue = async (options: StartVenueOptions = {}): Promise<TestV
     const headers: Record<string, string> = { ...(init.headers ?? {}) }
     if (body !== undefined) headers["content-length"] = String(body.length)
     return send(method, target, headers, body).catch((error: NodeJS.ErrnoException & { readonly reusedSocket?: boolean }) => {
-      // A kept-alive socket the server closed as idle just as this request went out on it is
-      // reset before the server read anything: the request never arrived, so it is sent again.
-      if (error.reusedSocket === true && error.code === "ECONNRESET") return send(method, target, headers, body)
+      // A kept-alive socket the server closed as idle just as a request went out on it is reset
+      // before the server read anything. Only a read is sent again: a reset can also be a fault
+      // profile dropping an answer after the venue acted on the request.
+      if (method === "GET" && error.reusedSocket === true && error.code === "ECONNRESET") return send(method, target, headers, body)
       throw error
     })
   }
