@@ -99,7 +99,7 @@ const rawRate = (withSerialize: boolean): { readonly rate: number; readonly inte
 const hostRate = async (dbDir: string): Promise<{ readonly rate: number; readonly intents: number }> => {
   const recorded: Array<Intent> = []
   const port: TradingPort = {
-    submit: (_strategyId, intents) => Effect.sync(() => { recorded.push(...intents) }),
+    submit: (_strategyId, intents) => Effect.sync(() => { recorded.push(...intents); return [] }),
     accountView: () => Effect.succeed(account)
   }
   const runtime = ManagedRuntime.make(

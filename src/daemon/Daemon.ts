@@ -25,7 +25,7 @@ import { runInstance, type AccountView, type RunningInstance, type TradingPort }
 import { loadStrategy } from "../strategy/Loader.js"
 import { runMarketData } from "../strategy/MarketData.js"
 import { StrategyStateStore } from "../strategy/StateStore.js"
-import { decodeParams, type OpenOrder, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
+import { decodeParams, type OpenOrder, type OrderUpdateEvent, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
 import { fillEventOf } from "./FillEvents.js"
 import { Health, healthLogHook, serveHealth } from "./Health.js"
 import { collectPaperEvidence } from "./PaperEvidence.js"
@@ -218,17 +218,13 @@ const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<string, Run
   })
 
 /** The engine as the strategy host sees it; risk refusals go back to the strategy as order updates. */
-const tradingPort = (engine: EngineModule.Engine, byId: ReadonlyMap<string, RunningInstance>): TradingPort => ({
-  submit: (strategyId, intents) =>
-    Effect.gen(function* () {
-      const results = yield* engine.submit(strategyId, intents)
-      const instance = byId.get(strategyId)
-      if (instance === undefined) return
-      for (const outcome of results) {
-        if (outcome._tag !== "Refused") continue
-        yield* instance.deliver({ _tag: "OrderUpdate", event: { tag: outcome.tag, kind: "refused", code: outcome.reason, filledBaseQty: ZERO } })
-      }
-    }),
+export const tradingPort = (engine: EngineModule.Engine): TradingPort => ({
+  submit: (strategyId, intents, outboxIds) =>
+    Effect.map(engine.submit(strategyId, intents, outboxIds), (results) =>
+      results.flatMap((outcome): Array<OrderUpdateEvent> =>
+        outcome._tag === "Refused" ? [{ tag: outcome.tag, kind: "refused", code: outcome.reason, filledBaseQty: ZERO }] : []
+      )
+    ),
   accountView: (strategyId): Effect.Effect<AccountView> =>
     Effect.map(engine.view(strategyId), (view) => ({
       balances: view.balances,
@@ -299,7 +295,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const byId = new Map<string, RunningInstance>()
       const router = yield* routeUpdates(engine, byId)
       if (config.mode === "paper") yield* collectPaperEvidence(instances, { dataSource: `venue:${baseUrl}`, settleDelayMs: config.venue.settleMs })
-      const port = tradingPort(engine, byId)
+      const port = tradingPort(engine)
       const prices = new Map<string, Decimal>()
       for (const instance of instances) {
         const running = yield* runInstance(instance, port, () => prices, Date.now)

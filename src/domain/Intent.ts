@@ -2,7 +2,9 @@
  * Order intents: what a strategy asks for. A strategy names its orders with its
  * own `tag` because the service, not the client, creates `clientOrderId`.
  */
+import { Schema } from "effect"
 import type { Decimal } from "./Decimal.js"
+import { DecimalFromString } from "./DecimalSchema.js"
 import type { Side } from "../svc/Dialect.js"
 
 interface IntentBase {
@@ -45,3 +47,25 @@ export type PlaceIntent = LimitIntent | MarketIntent | StopLimitIntent
 export type Intent = PlaceIntent | CancelIntent
 
 export const isPlacement = (intent: Intent): intent is PlaceIntent => intent.type !== "cancel"
+
+const Tagged = { tag: Schema.String, symbol: Schema.String }
+const SideSchema = Schema.Literal("buy", "sell")
+
+/**
+ * An intent as stored before the engine has it (the strategy outbox): amounts as
+ * exact decimal strings. Decoding gives back the intent the strategy emitted.
+ */
+export const IntentFromJson = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("limit"), ...Tagged, side: SideSchema, baseQty: DecimalFromString, limitPrice: DecimalFromString }),
+  Schema.Struct({
+    type: Schema.Literal("stop-limit"),
+    ...Tagged,
+    side: SideSchema,
+    baseQty: DecimalFromString,
+    limitPrice: DecimalFromString,
+    stopPrice: DecimalFromString
+  }),
+  Schema.Struct({ type: Schema.Literal("market"), ...Tagged, maxSlippageBps: Schema.Number, side: Schema.Literal("buy"), quoteOrderQty: DecimalFromString }),
+  Schema.Struct({ type: Schema.Literal("market"), ...Tagged, maxSlippageBps: Schema.Number, side: Schema.Literal("sell"), baseQty: DecimalFromString }),
+  Schema.Struct({ type: Schema.Literal("cancel"), tag: Schema.String })
+)

@@ -83,8 +83,8 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       /** The startup reconcile's counts. */
       startup,
       /** Journals and sends intents in order; each is Approved (journaled, being sent) or Refused with its reason. */
-      submit: (strategyId: string, intents: ReadonlyArray<Intent>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
-        execution.submit(strategyId, intents),
+      submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds?: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
+        execution.submit(strategyId, intents, outboxIds),
       /** Order updates and fills of every strategy, in the order they were published, from the moment of subscription. */
       updates: (): Effect.Effect<Stream.Stream<EngineEvent>, never, Scope.Scope> => bus.subscribe(),
       /** How many updates and fills have been published so far (the `seq` of the last one). */

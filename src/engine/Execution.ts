@@ -243,7 +243,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       return `${block.code}: ${block.fix}`
     })
 
-    const submitPlacement = (strategyId: string, intent: PlaceIntent) =>
+    const submitPlacement = (strategyId: string, intent: PlaceIntent, outboxId: number | undefined) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const unfinished = yield* journal.unfinished
@@ -282,7 +282,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             type: intent.type,
             body: intent,
             refusal: assessment.reason,
-            now
+            now,
+            outboxId
           })
           if (assessment.reason === "kill-switch") {
             const day = startOfUtcDay(now)
@@ -297,7 +298,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           tag: intent.tag,
           body: intent,
           placement: { ...assessment.order, lockAsset: assessment.lock.asset, lockAmount: assessment.lock.amount },
-          now
+          now,
+          outboxId
         })
         yield* logEvent("order.intent", {
           strategy: strategyId,
@@ -313,7 +315,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         return { _tag: "Approved", intentId: order.intentId!, tag: intent.tag, orderId: order.orderId } as const
       })
 
-    const submitCancel = (strategyId: string, tag: string) =>
+    const submitCancel = (strategyId: string, tag: string, outboxId: number | undefined) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const order = yield* journal.latestByTag(strategyId, tag)
@@ -329,7 +331,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           type: "cancel",
           body: { type: "cancel", tag },
           refusal: refusal?.reason ?? null,
-          now
+          now,
+          outboxId
         })
         if (refusal !== undefined || order === undefined) {
           return { _tag: "Refused", intentId, tag, reason: refusal?.reason ?? "unknown-tag", detail: refusal?.detail ?? "" } as const
@@ -341,12 +344,16 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       })
 
     return {
-      /** Journals and sends a strategy's intents in order; each is Approved (journaled) or Refused (with the reason). */
-      submit: (strategyId: string, intents: ReadonlyArray<Intent>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
+      /**
+       * Journals and sends a strategy's intents in order; each is Approved (journaled) or
+       * Refused (with the reason). `outboxIds`, when the intents were saved in the
+       * strategy outbox, names each one's row, taken out as it is journaled.
+       */
+      submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds?: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
         Effect.forEach(
           intents,
-          (intent): Effect.Effect<SubmitResult> =>
-            intent.type === "cancel" ? submitCancel(strategyId, intent.tag) : submitPlacement(strategyId, intent)
+          (intent, i): Effect.Effect<SubmitResult> =>
+            intent.type === "cancel" ? submitCancel(strategyId, intent.tag, outboxIds?.[i]) : submitPlacement(strategyId, intent, outboxIds?.[i])
         ),
       /** Sends an order journaled in state `intent` (used by the startup reconcile for intents a crash left unsent). */
       send: (order: OrderRow) => FiberSet.run(sends, send(order)),

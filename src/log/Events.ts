@@ -63,6 +63,7 @@ export const EventCatalog = define({
   "strategy.started": { level: "info", meaning: "a strategy instance started" },
   "strategy.stopped": { level: "info", meaning: "a strategy instance stopped" },
   "strategy.error": { level: "error", meaning: "a strategy handler threw; that instance is paused, the others go on" },
+  "strategy.outbox": { level: "warn", meaning: "intents saved with a strategy's state but not journaled before a stop are handed to the engine on start" },
   "strategy.demoted": { level: "error", meaning: "a strategy's source or params changed since its live promotion; it will not run live" },
 
   // backtests and promotion

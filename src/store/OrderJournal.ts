@@ -246,7 +246,10 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       update.run(params)
     }
 
-    const journalIntent = (strategyId: string, tag: string, type: string, body: string, now: number, refusal: string | null) => {
+    const takeOutbox = sqlite.prepare("DELETE FROM strategy_outbox WHERE id = ?")
+    /** Journals one intent; the strategy outbox row it came from goes in the same transaction. */
+    const journalIntent = (strategyId: string, tag: string, type: string, body: string, now: number, refusal: string | null, outboxId: number | undefined) => {
+      if (outboxId !== undefined) takeOutbox.run(outboxId)
       const seq = (q.nextSeq.get(strategyId) as { seq: number }).seq
       const intentId = intentIdOf(strategyId, seq)
       q.insertIntent.run(intentId, strategyId, seq, tag, type, body, refusal === null ? "approved" : "refused", refusal, now)
@@ -264,11 +267,13 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         readonly body: unknown
         readonly placement: PlacementRecord
         readonly now: number
+        /** The strategy outbox row this intent was saved in, if any. */
+        readonly outboxId?: number | undefined
       }): Effect.Effect<OrderRow> =>
         Effect.sync(() =>
           sqlite.transaction(() => {
             const p = input.placement
-            const intentId = journalIntent(input.strategyId, input.tag, p.type, Json.stringify(input.body), input.now, null)
+            const intentId = journalIntent(input.strategyId, input.tag, p.type, Json.stringify(input.body), input.now, null, input.outboxId)
             const result = q.insertOrder.run({
               intentId,
               strategyId: input.strategyId,
@@ -305,10 +310,11 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         readonly body: unknown
         readonly refusal: string | null
         readonly now: number
+        readonly outboxId?: number | undefined
       }): Effect.Effect<string> =>
         Effect.sync(() =>
           sqlite.transaction(() =>
-            journalIntent(input.strategyId, input.tag, input.type, Json.stringify(input.body), input.now, input.refusal)
+            journalIntent(input.strategyId, input.tag, input.type, Json.stringify(input.body), input.now, input.refusal, input.outboxId)
           )()
         ),
 

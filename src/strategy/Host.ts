@@ -1,8 +1,9 @@
 /**
  * The strategy host: runs each configured instance in its own fiber, feeds it
  * market data, timers, order updates and fills one event at a time, stores its
- * state after every event, and hands its intents to the engine. A handler that
- * throws pauses its own instance only.
+ * state after every event together with the intents the event produced (the
+ * strategy outbox), and hands those intents to the engine. A handler that throws
+ * pauses its own instance only.
  */
 import { schedule as scheduleCron } from "node-cron"
 import { Effect, Queue, Ref, type Scope } from "effect"
@@ -29,8 +30,11 @@ import {
 
 /** What the host needs from the engine. */
 export interface TradingPort {
-  /** Journals, risk-checks and submits a strategy's intents; refusals come back as order updates. */
-  readonly submit: (strategyId: string, intents: ReadonlyArray<Intent>) => Effect.Effect<void>
+  /**
+   * Journals, risk-checks and submits a strategy's intents, taking each out of the
+   * strategy outbox as it is journaled; answers the refusals as order updates.
+   */
+  readonly submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number>) => Effect.Effect<ReadonlyArray<OrderUpdateEvent>>
   /** The account as one strategy may see it. */
   readonly accountView: (strategyId: string) => Effect.Effect<AccountView>
 }
@@ -134,6 +138,23 @@ export const runInstance = (
       }
     }
 
+    /** Hands intents to the engine; its refusals come back to this instance as order updates. */
+    const submit = (intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number>) =>
+      Effect.flatMap(port.submit(spec.id, intents, outboxIds), (refusals) =>
+        Effect.forEach(refusals, (event) => Queue.offer(queue, { _tag: "OrderUpdate", event }), { discard: true })
+      )
+
+    // Intents saved with the state but not journaled before the process stopped: they
+    // come before anything the instance hears now.
+    const leftover = yield* store.outbox(spec.id)
+    if (leftover.length > 0) {
+      yield* logEvent("strategy.outbox", { strategy: spec.id, intents: leftover.length, action: "handed to the engine after a restart" })
+      yield* submit(
+        leftover.map((entry) => entry.intent),
+        leftover.map((entry) => entry.outboxId)
+      )
+    }
+
     let savedState = stored?.state
     let savedCandle = lastCandle
     const handle = (event: HostEvent) =>
@@ -157,13 +178,19 @@ export const runInstance = (
         if (event._tag === "Candle") lastCandle = event.event.openTime
         if (outcome === undefined || encoded === undefined) return
         state = outcome.state
-        // Most market data leaves the state as it was; an unchanged state costs no write (each write is an fsync).
-        if (encoded !== savedState || (event._tag === "Candle" && lastCandle !== savedCandle)) {
-          yield* store.save(spec.id, { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null }, now())
-          savedState = encoded
-          savedCandle = lastCandle
-        }
-        if (outcome.intents.length > 0) yield* port.submit(spec.id, outcome.intents)
+        // Most market data leaves the state as it was and emits nothing: that costs no write (each write is an fsync).
+        const changed = encoded !== savedState || (event._tag === "Candle" && lastCandle !== savedCandle)
+        if (!changed && outcome.intents.length === 0) return
+        // The state and the intents it expects answers to are saved together: a crash cannot keep one without the other.
+        const outboxIds = yield* store.save(
+          spec.id,
+          changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
+          outcome.intents,
+          now()
+        )
+        savedState = encoded
+        savedCandle = lastCandle
+        if (outcome.intents.length > 0) yield* submit(outcome.intents, outboxIds)
       })
 
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), handle)))

@@ -1,5 +1,11 @@
-/** Strategy instance state in SQLite, so an instance resumes where it stopped. */
-import { Effect } from "effect"
+/**
+ * Strategy instance state in SQLite, so an instance resumes where it stopped, and
+ * the strategy outbox: the intents a handler emitted, saved with the state that
+ * emitted them and taken out by the transaction that journals each one
+ * (`OrderJournal`), so a crash between the two neither loses nor repeats one.
+ */
+import { Effect, Schema } from "effect"
+import { IntentFromJson, type Intent } from "../domain/Intent.js"
 import { Database } from "../store/Database.js"
 
 export interface StoredState {
@@ -7,6 +13,11 @@ export interface StoredState {
   readonly version: string
   readonly state: string
   readonly lastCandleOpen: number | null
+}
+
+export interface OutboxEntry {
+  readonly outboxId: number
+  readonly intent: Intent
 }
 
 export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("svcbot/StrategyStateStore", {
@@ -22,16 +33,31 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
          last_candle_open = COALESCE(excluded.last_candle_open, strategy_state.last_candle_open), updated_at = excluded.updated_at`
     )
     const pause = sqlite.prepare("UPDATE strategy_state SET paused_reason = ?, updated_at = ? WHERE strategy_id = ?")
+    const insertOutbox = sqlite.prepare("INSERT INTO strategy_outbox (strategy_id, intent, created_at) VALUES (?, ?, ?)")
+    const selectOutbox = sqlite.prepare<[string], { id: number; intent: string }>("SELECT id, intent FROM strategy_outbox WHERE strategy_id = ? ORDER BY id")
+    const encodeIntent = Schema.encodeSync(IntentFromJson)
+    const decodeIntent = Schema.decodeUnknownSync(IntentFromJson)
+    const saveAll = sqlite.transaction((id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number) => {
+      if (stored !== undefined) {
+        upsert.run({ id, strategy: stored.strategy, version: stored.version, state: stored.state, lastCandleOpen: stored.lastCandleOpen, now })
+      }
+      return intents.map((intent) => Number(insertOutbox.run(id, JSON.stringify(encodeIntent(intent)), now).lastInsertRowid))
+    })
     return {
       load: (id: string): Effect.Effect<StoredState | undefined> =>
         Effect.sync(() => {
           const row = select.get(id)
           return row === undefined ? undefined : { strategy: row.strategy, version: row.version, state: row.state, lastCandleOpen: row.last_candle_open }
         }),
-      save: (id: string, stored: StoredState, now: number): Effect.Effect<void> =>
-        Effect.sync(() => {
-          upsert.run({ id, strategy: stored.strategy, version: stored.version, state: stored.state, lastCandleOpen: stored.lastCandleOpen, now })
-        }),
+      /**
+       * Saves the state a handler left (undefined when it is unchanged) and the intents
+       * it emitted, in one transaction; returns each intent's outbox id.
+       */
+      save: (id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number): Effect.Effect<ReadonlyArray<number>> =>
+        Effect.sync(() => saveAll(id, stored, intents, now)),
+      /** Intents saved and not yet journaled, oldest first: what a crash left between the two. */
+      outbox: (id: string): Effect.Effect<ReadonlyArray<OutboxEntry>> =>
+        Effect.sync(() => selectOutbox.all(id).map((row) => ({ outboxId: row.id, intent: decodeIntent(JSON.parse(row.intent)) }))),
       markPaused: (id: string, reason: string, now: number): Effect.Effect<void> =>
         Effect.sync(() => {
           pause.run(reason, now, id)
