@@ -134,8 +134,13 @@ describe("SvcClient: decoding", () => {
     })
     const raw = await s.venue.signed("GET", "/api/wallets/spot")
     expect(raw.text).toContain("0.1000000000000000055511151231257827")
-    await s.run(client.pipe(Effect.flatMap((c) => c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("12345.67") }))))
-    await s.venue.admin("POST", "/_venue/settle")
+    const accepted = await s.run(client.pipe(Effect.flatMap((c) => c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("12345.67") }))))
+    // The lock is taken when the order settles, after the venue's settle delay.
+    await eventually(async () => {
+      await s.venue.admin("POST", "/_venue/settle")
+      const status = await s.run(client.pipe(Effect.flatMap((c) => c.orderStatus(accepted.clientOrderId))))
+      return status.kind === "resting" ? true : undefined
+    }, 5000, "the order to rest")
     const rows = await s.run(client.pipe(Effect.flatMap((c) => c.spotWallet())))
     const row = (asset: string) => rows.find((r) => r.asset === asset)!
     expect(row("BTC").balance.toFixed()).toBe("0.1000000000000000055511151231257827")
