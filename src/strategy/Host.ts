@@ -145,9 +145,17 @@ export const runInstance = (
       )
 
     // Intents saved with the state but not journaled before the process stopped: they
-    // come before anything the instance hears now.
+    // come before anything the instance hears now. Those of another plugin that ran under
+    // this id are not placed: the strategy that wanted them no longer runs here.
     const leftover = yield* store.outbox(spec.id)
-    if (leftover.length > 0) {
+    if (leftover.length > 0 && stored !== undefined && stored.strategy !== definition.name) {
+      yield* store.dropOutbox(spec.id)
+      yield* logEvent("strategy.outbox", {
+        strategy: spec.id,
+        intents: leftover.length,
+        action: `dropped: they were emitted by ${stored.strategy}, and this instance now runs ${definition.name}`
+      })
+    } else if (leftover.length > 0) {
       yield* logEvent("strategy.outbox", { strategy: spec.id, intents: leftover.length, action: "handed to the engine after a restart" })
       yield* submit(
         leftover.map((entry) => entry.intent),

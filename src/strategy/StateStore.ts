@@ -35,6 +35,7 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
     const pause = sqlite.prepare("UPDATE strategy_state SET paused_reason = ?, updated_at = ? WHERE strategy_id = ?")
     const insertOutbox = sqlite.prepare("INSERT INTO strategy_outbox (strategy_id, intent, created_at) VALUES (?, ?, ?)")
     const selectOutbox = sqlite.prepare<[string], { id: number; intent: string }>("SELECT id, intent FROM strategy_outbox WHERE strategy_id = ? ORDER BY id")
+    const deleteOutbox = sqlite.prepare("DELETE FROM strategy_outbox WHERE strategy_id = ?")
     const encodeIntent = Schema.encodeSync(IntentFromJson)
     const decodeIntent = Schema.decodeUnknownSync(IntentFromJson)
     const saveAll = sqlite.transaction((id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number) => {
@@ -55,6 +56,11 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
        */
       save: (id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number): Effect.Effect<ReadonlyArray<number>> =>
         Effect.sync(() => saveAll(id, stored, intents, now)),
+      /** Forgets an instance's unjournaled intents (they belong to a strategy that no longer runs under its id). */
+      dropOutbox: (id: string): Effect.Effect<void> =>
+        Effect.sync(() => {
+          deleteOutbox.run(id)
+        }),
       /** Intents saved and not yet journaled, oldest first: what a crash left between the two. */
       outbox: (id: string): Effect.Effect<ReadonlyArray<OutboxEntry>> =>
         Effect.sync(() => selectOutbox.all(id).map((row) => ({ outboxId: row.id, intent: decodeIntent(JSON.parse(row.intent)) }))),

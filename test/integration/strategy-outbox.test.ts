@@ -13,7 +13,7 @@ import { IntentFromJson, type Intent } from "../../src/domain/Intent.js"
 import { Engine, layer as engineLayer } from "../../src/engine/Engine.js"
 import * as Logger from "../../src/log/Logger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
-import { runInstance, type TradingPort } from "../../src/strategy/Host.js"
+import { runInstance, type InstanceSpec, type TradingPort } from "../../src/strategy/Host.js"
 import { StrategyStateStore } from "../../src/strategy/StateStore.js"
 import { defineStrategy, isFinalUpdate, result } from "../../src/strategy/Strategy.js"
 import { candle } from "../../src/strategy/testing.js"
@@ -69,11 +69,11 @@ const setup = async () => {
 type Runtime = Awaited<ReturnType<typeof setup>>["runtime"]
 
 /** Starts the instance in a scope of its own; closing the scope stops it as a process stop would. */
-const start = (runtime: Runtime, port: TradingPort) =>
+const start = (runtime: Runtime, port: TradingPort, definition: InstanceSpec["definition"] = bidder) =>
   runtime.runPromise(
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const instance = yield* Scope.extend(runInstance(spec, port, () => new Map(), Date.now), scope)
+      const instance = yield* Scope.extend(runInstance({ ...spec, definition }, port, () => new Map(), Date.now), scope)
       return { instance, stop: () => runtime.runPromise(Scope.close(scope, Exit.void)) }
     })
   )
@@ -116,6 +116,22 @@ describe("strategy outbox", () => {
     expect(await journaledTags(runtime)).toEqual(["bid-1"])
     expect(log.events("strategy.outbox")).toHaveLength(1)
     expect(await venueOrders(venue)).toBe(1)
+  })
+
+  it("does not place what another plugin left under the same id", async () => {
+    const { venue, runtime, log } = await setup()
+    const engine = await runtime.runPromise(Engine)
+    const first = await start(runtime, { ...tradingPort(engine), submit: () => Effect.never })
+    await runtime.runPromise(first.instance.deliver({ _tag: "Candle", event: candle("60000", 0) }))
+    await runtime.runPromise(eventually(Effect.map(Effect.flatMap(StrategyStateStore, (s) => s.outbox(STRATEGY_ID)), (rows) => (rows.length > 0 ? true : undefined)), "the outbox row"))
+    await first.stop()
+
+    const replaced = await start(runtime, tradingPort(engine), defineStrategy({ ...bidder, name: "another-bidder" }))
+    await replaced.stop()
+    expect(await outbox(runtime)).toEqual([])
+    expect(await journaledTags(runtime)).toEqual([])
+    expect(await venueOrders(venue)).toBe(0)
+    expect(log.events("strategy.outbox")).toMatchObject([{ strategy: STRATEGY_ID, intents: 1, action: expect.stringContaining("dropped") }])
   })
 
   it("takes each intent out of the outbox as the engine journals it, refusals included", async () => {
