@@ -78,6 +78,26 @@ describe("MatchingEngine", () => {
     expect(fills[0]!.fee.eq(d("0.01").mul("0.001"))).toBe(true)
   })
 
+  it("an order's average price is its fill's price after one fill and the quotient of its fills after several", () => {
+    const e = engine()
+    // 30000 quote walks past the first level of the synthetic book (25000 quote deep).
+    const walked = placed(e, { type: "market", symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("30000"), maxSlippageBps: 50 })
+    const single = placed(e, { type: "market", symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("100"), maxSlippageBps: 50 })
+    e.settleDue(50)
+    const fillsOf = (id: string) => e.allFills(UID).filter((f) => f.clientOrderId === id)
+    const several = fillsOf(walked)
+    expect(several.length).toBeGreaterThan(1)
+    expect(new Set(several.map((f) => f.price.toFixed())).size).toBe(several.length)
+    const quote = several.reduce((sum, f) => sum.add(f.quoteQty), d("0"))
+    const base = several.reduce((sum, f) => sum.add(f.baseQty), d("0"))
+    expect(e.order(UID, walked)?.avgPrice?.toFixed()).toBe(quote.div(base).toFixed())
+    expect(e.order(UID, walked)?.avgPrice?.toFixed()).toBe(quote.div(base).toFixed())
+    const [one] = fillsOf(single)
+    expect(fillsOf(single)).toHaveLength(1)
+    expect(e.order(UID, single)?.avgPrice?.toFixed()).toBe(one!.price.toFixed())
+    expect(e.order(UID, single)?.avgPrice?.toFixed()).toBe(one!.quoteQty.div(one!.baseQty).toFixed())
+  })
+
   it("a candle is fed as its path: open, the near extreme, the far extreme, close", () => {
     const e = engine()
     const id = placed(e, { type: "limit", symbol: "BTCUSDT", side: "sell", baseQty: d("0.01"), limitPrice: d("61000") })
