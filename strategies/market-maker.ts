@@ -11,7 +11,7 @@
  * the old quote are never committed twice.
  */
 import { Schema } from "effect"
-import { Decimal, ZERO } from "../src/domain/Decimal.js"
+import { Decimal, ONE_BPS, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import type { Side } from "../src/svc/Dialect.js"
 import { FreeFunds, limitOrder, positionChange, roundPrice, shiftBps, tradingPair } from "../src/strategy/orders.js"
@@ -49,8 +49,6 @@ const StateSchema = Schema.mutable(
 )
 type State = typeof StateSchema.Type
 
-const BPS = new Decimal(10000)
-
 /** Where the bid and ask should rest now; undefined for a side that is not quoted. */
 const targets = (mid: Decimal, state: State, view: View, rules: PairRules): Record<Side, Decimal | undefined> => {
   const { halfSpreadBps, maxInventory, skewBps } = view.params
@@ -74,7 +72,7 @@ const requote = (state: State, mid: Decimal, view: View): HandlerResult<State> =
     const quote = state[key]
     const target = wanted[side]
     if (quote !== null) {
-      const stale = target === undefined || quote.price.sub(target).abs().mul(BPS).gt(target.mul(requoteBps))
+      const stale = target === undefined || quote.price.sub(target).abs().gt(target.mul(requoteBps).mul(ONE_BPS))
       if (stale && !quote.cancelSent) {
         quote.cancelSent = true
         intents.push({ type: "cancel", tag: quote.tag })

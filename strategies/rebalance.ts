@@ -12,7 +12,7 @@
  * Each non-quote asset trades on the pair `<asset><quoteAsset>` (e.g. ETHUSDT).
  */
 import { Schema } from "effect"
-import { Decimal, ZERO } from "../src/domain/Decimal.js"
+import { Decimal, ONE_BPS, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import { FreeFunds, marketBuy, marketSell, tradingPair } from "../src/strategy/orders.js"
 import { defineStrategy, isFinalUpdate, Param, result, SCHEDULE_TIMER, type PairRules, type StrategyView } from "../src/strategy/Strategy.js"
@@ -86,8 +86,6 @@ const valuePortfolio = (view: StrategyView<Params>): ReadonlyArray<Position> | u
   return positions
 }
 
-const BPS = new Decimal(10000)
-
 export default defineStrategy<Params, State>({
   name: "rebalance",
   version: "1.0.0",
@@ -111,7 +109,7 @@ export default defineStrategy<Params, State>({
     for (const { asset, target, value, price } of positions) {
       const rules = price === undefined ? undefined : tradingPair(view, symbolOf(asset, view.params))
       const drift = value.sub(total.mul(target))
-      if (price === undefined || rules === undefined || drift.abs().mul(BPS).lte(total.mul(thresholdBps))) continue
+      if (price === undefined || rules === undefined || drift.abs().lte(total.mul(thresholdBps).mul(ONE_BPS))) continue
       const tag = `rebalance-${run}-${asset}`
       if (drift.lt(0)) {
         shortfalls.push({ tag, rules, quote: drift.neg() })

@@ -3,7 +3,7 @@
  * `Approved` (with the order quantized to the pair's steps and what it will
  * lock) or `Refused` (with the reason). A refused intent is never sent.
  */
-import { Decimal, quantize, ZERO } from "../domain/Decimal.js"
+import { Decimal, ONE_BPS, quantize, ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import { MAX_SLIPPAGE_BPS, type OrderType, type Side } from "../svc/Dialect.js"
 
@@ -93,10 +93,8 @@ export type Assessment = Approved | Refused
 
 const refuse = (reason: RefusalReason, detail: string): Refused => ({ _tag: "Refused", reason, detail })
 
-const BPS = new Decimal(10000)
-
 const outsideCollar = (price: Decimal, last: Decimal, collarBps: number): boolean =>
-  price.minus(last).abs().mul(BPS).gt(last.mul(collarBps))
+  price.minus(last).abs().gt(last.mul(collarBps).mul(ONE_BPS))
 
 export const assess = (intent: PlaceIntent, ctx: RiskContext, limits: RiskLimits): Assessment => {
   if (ctx.placementsBlocked !== undefined) return refuse("placements-blocked", ctx.placementsBlocked)

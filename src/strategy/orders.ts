@@ -17,10 +17,8 @@ export const tradingPair = (view: StrategyView, symbol: string): PairRules | und
 
 export const freeBalance = (view: StrategyView, asset: string): Decimal => view.balances.get(asset)?.free ?? ZERO
 
-const BPS = new Decimal(10000)
-
 /** `value` moved by `bps` basis points: up for positive, down for negative. */
-export const shiftBps = (value: Decimal, bps: number | Decimal): Decimal => value.mul(BPS.add(bps)).mul(ONE_BPS)
+export const shiftBps = (value: Decimal, bps: number | Decimal): Decimal => value.mul(ONE_BPS.mul(bps).add(1))
 
 /** A buy never pays more than asked and a sell never takes less, so prices round away from the trader's harm. */
 export const roundPrice = (price: Decimal, side: Side, rules: PairRules): Decimal =>
