@@ -53,7 +53,8 @@ describe("Authentication", () => {
   })
 
   it("the body hash covers the exact bytes sent", async () => {
-    const signed = signRequest(v.keyId, v.secret, { method: "POST", target: "/api/spot/limit", timestamp: Date.now(), recvWindow: 5000, body: orderBody })
+    const timestamp = Date.now()
+    const signed = signRequest(v.keyId, v.secret, { method: "POST", target: "/api/spot/limit", timestamp, recvWindow: 5000, body: orderBody })
     const r = await v.raw("POST", "/api/spot/limit", { headers: signed.headers, body: orderBody.replace("0.001", "0.0010") })
     expect(r.status).toBe(401)
     expect(r.json.code).toBe("API_KEY_INVALID")
@@ -79,14 +80,15 @@ describe("Authentication", () => {
   })
 
   it("a non-GET request sent again with the same signature answers 401 API_KEY_REPLAYED", async () => {
-    const signed = signRequest(v.keyId, v.secret, { method: "POST", target: "/api/spot/limit", timestamp: Date.now(), recvWindow: 5000, body: orderBody })
+    const timestamp = Date.now()
+    const signed = signRequest(v.keyId, v.secret, { method: "POST", target: "/api/spot/limit", timestamp, recvWindow: 5000, body: orderBody })
     const first = await v.raw("POST", "/api/spot/limit", { headers: signed.headers, body: orderBody })
     expect(first.status).toBe(202)
     const again = await v.raw("POST", "/api/spot/limit", { headers: signed.headers, body: orderBody })
     expect(again.status).toBe(401)
     expect(again.json.code).toBe("API_KEY_REPLAYED")
-    // A retry with a new timestamp and signature goes through.
-    const retry = await v.signed("POST", "/api/spot/limit", order)
+    // A retry with a new timestamp and signature goes through (a later one, even within the same millisecond).
+    const retry = await v.signed("POST", "/api/spot/limit", order, { timestamp: timestamp + 1 })
     expect(retry.status).toBe(202)
   })
 

@@ -306,8 +306,10 @@ describe("SvcClient: errors", () => {
   })
 
   it("surfaces API_KEY_TIMESTAMP_INVALID when even the corrected timestamp is refused", async () => {
-    // A 1 ms receive window cannot survive 30 ms of latency, whatever the offset.
-    await s.venue.admin("POST", "/_venue/faults", { latencyMs: 30 })
+    // A 1 ms receive window cannot survive 500 ms of latency, whatever the offset: the corrected
+    // offset takes the midpoint of the first round trip, so the retry is still some 250 ms old,
+    // far beyond what a loaded machine's uneven legs could make up.
+    await s.venue.admin("POST", "/_venue/faults", { latencyMs: 500 })
     const before = s.proxy.seen.length
     const error = await s.run(failureOf(client.pipe(Effect.flatMap((c) => c.spotWallet()))), { dialect: { ...defaultDialect, recvWindowMs: 1 } })
     await s.venue.admin("POST", "/_venue/faults", {})
@@ -379,8 +381,9 @@ describe("SvcClient: placements", () => {
 
   it("a timeout is PlacementOutcomeUnknown and the order, accepted late, exists once", async () => {
     const before = await orderCount()
-    await s.venue.admin("POST", "/_venue/faults", { latencyMs: 400 })
-    const error = await s.run(failureOf(client.pipe(Effect.flatMap(place))), { requestTimeoutMs: 100 })
+    // The timeout leaves room for the request to reach the venue on a loaded machine; the latency outlasts it.
+    await s.venue.admin("POST", "/_venue/faults", { latencyMs: 2000 })
+    const error = await s.run(failureOf(client.pipe(Effect.flatMap(place))), { requestTimeoutMs: 500 })
     expect(error).toMatchObject({ _tag: "PlacementOutcomeUnknown", reason: "timeout" })
     await eventually(async () => ((await orderCount()) === before + 1 ? true : undefined), 5000, "the late order")
     await s.venue.admin("POST", "/_venue/faults", {})
@@ -469,8 +472,9 @@ describe("SvcClient: budget", () => {
       })
       const squeeze = Effect.promise(async () => {
         await new Promise((resolve) => setTimeout(resolve, 1.5 * windowMs))
-        squeezedAt = Date.now()
         await s.venue.admin("POST", "/_venue/faults", { limits: { weightPerMinute: 20 } })
+        // Taken once the venue has the new limit: windows that began before it may still count the old one.
+        squeezedAt = Date.now()
       })
       await s.run(Effect.all([...Array.from({ length: 6 }, () => reader), squeeze], { concurrency: "unbounded" }), {
         budget: { weightWindowMs: windowMs, windowGuardMs: 20 }
@@ -488,7 +492,9 @@ describe("SvcClient: budget", () => {
   it("obeys a 429: nothing is sent inside Retry-After", async () => {
     const s = await setup({ limits: { weightPerMinute: 10, weightWindowMs: 3000 } })
     try {
-      // Someone else spends the key's whole budget first.
+      // Someone else spends the key's whole budget first, early in a window (the venue's windows
+      // start on multiples of their length), so the client's first request lands in the same one.
+      await new Promise((resolve) => setTimeout(resolve, 3000 - (Date.now() % 3000) + 50))
       for (let i = 0; i < 10; i++) await s.venue.signed("GET", "/api/wallets/spot")
       const deadline = Date.now() + 3500
       const reader = Effect.gen(function* () {

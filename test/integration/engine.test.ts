@@ -150,8 +150,9 @@ describe("engine against svc-venue", () => {
     await engine.run(Effect.flatMap(Engine, (e) => e.submit("s5", [{ type: "limit", tag: "ask", symbol: "BTCUSDT", side: "sell", baseQty: d("0.1"), limitPrice: d("60200") }])))
     const byTag = Effect.flatMap(OrderJournal, (j) => j.latestByTag("s5", "ask"))
     await engine.run(eventually(Effect.map(byTag, (o) => (o?.state === "resting" ? o : undefined)), "the ask to rest"))
-    // Past the fast window, the tape passes the ask: it fills whole, as maker.
-    await new Promise((resolve) => setTimeout(resolve, 400))
+    // Once the tracker has put the ask on its slow schedule (past the fast window), the tape passes
+    // it: it fills whole, as maker.
+    await engine.run(eventually(Effect.map(byTag, (o) => (o !== undefined && (o.nextPollAt ?? 0) - Date.now() > 60_000 ? o : undefined)), "the ask's slow schedule"))
     await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60300" })
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect((await engine.run(byTag))?.state, "nothing in the background noticed").toBe("resting")
@@ -179,7 +180,8 @@ describe("engine against svc-venue", () => {
 
   it("SPOT_INSUFFICIENT_FUNDS, SPOT_SLIPPAGE_EXCEEDED and SPOT_HALTED reach the strategy with their code", async () => {
     // Caches long enough that the venue, not the local risk check, is the one to refuse.
-    const { venue, engine } = await setup({ market: { balancesRefreshMs: 600_000, pairsRefreshMs: 600_000 } })
+    // Reconcile passes refresh balances too, so they are slowed as well.
+    const { venue, engine } = await setup({ market: { balancesRefreshMs: 600_000, pairsRefreshMs: 600_000 }, reconcile: { intervalMs: 600_000 } })
     await engine.run(Effect.flatMap(Engine, (e) => e.view("s3")))
     await venue.admin("POST", "/_venue/balances", { uid: venue.uid, balances: { USDT: "10" } })
     await venue.admin("POST", "/_venue/pair-status", { symbol: "ETHUSDT", status: "halted" })
