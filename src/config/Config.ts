@@ -63,12 +63,27 @@ export const RiskConfig = Schema.Struct({
   dailyLossLimit: Schema.optional(PositiveDecimalFromString)
 })
 
+/**
+ * How a strategy instance is slowed down when its intents keep being refused or rejected for
+ * the same reason: after `refusalsBeforeBackoff` in a row it waits `initialBackoffMs`, doubled at
+ * each further refusal up to `maxBackoffMs`; after `refusalsBeforePause` in a row it is paused.
+ */
+export const BackpressureConfig = Schema.Struct({
+  refusalsBeforeBackoff: Schema.optionalWith(fix(Schema.Int.pipe(Schema.between(1, 1000)), "must be an integer from 1 to 1000"), { default: () => 3, exact: true }),
+  initialBackoffMs: Schema.optionalWith(Millis("the first backoff", 100, 3600000), { default: () => 1000, exact: true }),
+  maxBackoffMs: Schema.optionalWith(Millis("the longest backoff", 100, 3600000), { default: () => 60000, exact: true }),
+  refusalsBeforePause: Schema.optionalWith(fix(Schema.Int.pipe(Schema.between(1, 10000)), "must be an integer from 1 to 10000"), { default: () => 10, exact: true })
+})
+export type BackpressureConfig = typeof BackpressureConfig.Type
+export const defaultBackpressure: BackpressureConfig = { refusalsBeforeBackoff: 3, initialBackoffMs: 1000, maxBackoffMs: 60000, refusalsBeforePause: 10 }
+
 export const EngineConfig = Schema.Struct({
   cancelOnStop: Schema.optionalWith(Schema.Boolean, { default: () => true, exact: true }),
   shutdownTimeoutMs: Schema.optionalWith(Millis("the shutdown bound", 1000, 120000), { default: () => 15000, exact: true }),
   reconcileIntervalMs: Schema.optionalWith(Millis("the reconcile interval", 1000, 3600000), { default: () => 30000, exact: true }),
   fillSyncIntervalMs: Schema.optionalWith(Millis("the fill sync interval", 1000, 3600000), { default: () => 15000, exact: true }),
-  risk: Schema.optionalWith(RiskConfig, { default: () => ({}), exact: true })
+  risk: Schema.optionalWith(RiskConfig, { default: () => ({}), exact: true }),
+  backpressure: Schema.optionalWith(BackpressureConfig, { default: () => defaultBackpressure, exact: true })
 })
 
 export const StrategyInstanceConfig = Schema.Struct({
@@ -85,6 +100,12 @@ export const StrategyInstanceConfig = Schema.Struct({
   /** How often market data is polled for this instance. */
   pollMs: Schema.optionalWith(Millis("the market data poll interval", 250, 3600000), { default: () => 2000, exact: true }),
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true, exact: true }),
+  /** Intents beyond this many in one minute are refused without a risk check. */
+  maxIntentsPerMinute: Schema.optionalWith(fix(Schema.Int.pipe(Schema.between(1, 100000)), "must be an integer from 1 to 100000"), {
+    default: () => 120, exact: true
+  }),
+  /** The assets and amounts this instance may trade with, e.g. { "USDT": "1000", "BTC": "0.01" }; checked against the account at start. */
+  allocation: Schema.optional(Schema.Record({ key: fix(Schema.String.pipe(Schema.pattern(/^[A-Z0-9]{2,12}$/)), "must be an asset written in upper case, e.g. USDT"), value: PositiveDecimalFromString })),
   promotion: Schema.optional(Schema.Unknown)
 })
 export type StrategyInstanceConfig = typeof StrategyInstanceConfig.Type
@@ -108,12 +129,18 @@ export const Config = Schema.Struct({
     }),
     { default: () => ({ level: "info" as const }), exact: true }
   ),
-  health: Schema.optionalWith(Schema.Struct({ port: Schema.optional(Port), host: Schema.optionalWith(Schema.String, { default: () => "0.0.0.0", exact: true }) }), {
-    default: () => ({ host: "0.0.0.0" }), exact: true
-  }),
+  health: Schema.optionalWith(
+    Schema.Struct({
+      port: Schema.optional(Port),
+      host: Schema.optionalWith(Schema.String, { default: () => "0.0.0.0", exact: true }),
+      /** The venue counts as unreachable (health not ready, `venue.unreachable`) when no request has succeeded for this long. */
+      unreachableAfterMs: Schema.optionalWith(Millis("the unreachable threshold", 1000, 3600000), { default: () => 30000, exact: true })
+    }),
+    { default: () => ({ host: "0.0.0.0", unreachableAfterMs: 30000 }), exact: true }
+  ),
   heartbeatMs: Schema.optionalWith(Millis("the heartbeat interval", 1000, 3600000), { default: () => 60000, exact: true }),
   engine: Schema.optionalWith(EngineConfig, {
-    default: () => ({ cancelOnStop: true, shutdownTimeoutMs: 15000, reconcileIntervalMs: 30000, fillSyncIntervalMs: 15000, risk: {} }), exact: true
+    default: () => ({ cancelOnStop: true, shutdownTimeoutMs: 15000, reconcileIntervalMs: 30000, fillSyncIntervalMs: 15000, risk: {}, backpressure: defaultBackpressure }), exact: true
   }),
   strategies: Schema.optionalWith(Schema.Array(StrategyInstanceConfig), { default: () => [], exact: true }),
   alerts: Schema.optional(Schema.Struct({ webhookUrl: Schema.optional(Schema.String) }))

@@ -21,6 +21,8 @@ export const EventCatalog = define({
   "config.loaded": { level: "info", meaning: "the configuration was read and validated" },
   heartbeat: { level: "info", meaning: "once a minute per strategy: position, open orders, PnL, budget use" },
   "health.listening": { level: "info", meaning: "the /healthz endpoint is serving" },
+  "health.changed": { level: "info", meaning: "/healthz changed status; carries the status and every reason it is not ready" },
+  "startup.waiting": { level: "warn", meaning: "start-up met a transient (server errors, timeouts, refused connections, an auth block or failure) and waits it out with backoff; the process stays up and not ready" },
 
   // the venue
   "venue.listening": { level: "info", meaning: "svc-venue is ready; carries its url" },
@@ -39,6 +41,8 @@ export const EventCatalog = define({
   "account.blocked": { level: "error", meaning: "ACCOUNT_FROZEN, GEO_RESTRICTED_IP or LEGAL_ACCEPTANCE_REQUIRED: new placements stop until resolved on the website" },
   "request.retry": { level: "warn", meaning: "a GET or cancel is retried after a 5xx or network error" },
   "request.failed": { level: "warn", meaning: "a request failed with an error the caller must handle" },
+  "venue.unreachable": { level: "error", meaning: "the venue has not answered (network errors, timeouts, server errors) for longer than the threshold; trading waits and health is not ready" },
+  "venue.reachable": { level: "info", meaning: "the venue answers again after being unreachable" },
 
   // orders and fills
   "order.intent": { level: "info", meaning: "a strategy intent was journaled before it is sent" },
@@ -54,6 +58,7 @@ export const EventCatalog = define({
   "order.kind-unknown": { level: "warn", meaning: "the server reported an order kind svcbot does not know; polling goes on" },
   "reconcile.started": { level: "info", meaning: "reconciliation of journal, open orders and fills began" },
   "reconcile.completed": { level: "info", meaning: "reconciliation finished; carries counts of adopted, resolved and external orders" },
+  "order.lost": { level: "error", meaning: "the venue no longer knows an order (ORDER_NOT_FOUND past the settle window, absent from open orders and fills); it is no longer polled and shows in health until acknowledged" },
   "reconcile.mismatch": { level: "error", meaning: "the ledger and the server disagree in a way reconciliation could not resolve" },
   "fill.synced": { level: "info", meaning: "fill pages were stored; carries the count of new fills" },
   "risk.refused": { level: "warn", meaning: "a pre-trade risk check refused an intent; it was not sent" },
@@ -64,6 +69,11 @@ export const EventCatalog = define({
   "strategy.stopped": { level: "info", meaning: "a strategy instance stopped" },
   "strategy.error": { level: "error", meaning: "a strategy handler threw; that instance is paused, the others go on" },
   "strategy.outbox": { level: "warn", meaning: "intents saved with a strategy's state but not journaled before a stop are handed to the engine on start" },
+  "strategy.backoff": { level: "warn", meaning: "a strategy instance's intents were refused or rejected repeatedly for the same reason; it may not submit again until the backoff passes" },
+  "strategy.paused": { level: "error", meaning: "a strategy instance was paused after repeated refusals or rejections of one kind; carries the reason; `svcbot resume INSTANCE` or a restart clears it" },
+  "strategy.resumed": { level: "info", meaning: "a paused strategy instance was resumed (`svcbot resume`)" },
+  "strategy.throttled": { level: "warn", meaning: "a strategy instance emitted more intents in a minute than its ceiling; the excess was refused unchecked (logged once a minute per instance)" },
+  "strategy.warmup": { level: "info", meaning: "intents a strategy emitted while its warm-up history was replayed were dropped: warm-up feeds indicators only" },
   "strategy.demoted": { level: "error", meaning: "a strategy's source or params changed since its live promotion; it will not run live" },
 
   // backtests and promotion

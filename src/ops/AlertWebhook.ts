@@ -21,7 +21,9 @@ export const DEFAULT_ALERT_EVENTS: ReadonlyArray<EventName> = [
   "auth.invalid",
   "account.blocked",
   "risk.kill-switch",
-  "reconcile.mismatch"
+  "reconcile.mismatch",
+  "order.lost",
+  "strategy.paused"
 ]
 
 export interface AlertWebhookOptions {

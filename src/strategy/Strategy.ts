@@ -83,6 +83,11 @@ export interface CandleEvent {
   readonly low: Decimal
   readonly close: Decimal
   readonly volume: Decimal
+  /**
+   * True for the history an instance is given before its first live candle. Warm-up feeds
+   * indicators only: intents a handler returns for a warm-up candle are dropped by the host.
+   */
+  readonly warmup?: boolean
 }
 
 export interface TickerEvent {

@@ -39,9 +39,10 @@ const settle = (engine: RunningEngine, venue: TestVenue) =>
     eventually(
       Effect.gen(function* () {
         const journal = yield* OrderJournal
-        // "accepted" has not reported a kind yet: it may still fill.
-        const inFlight = yield* journal.inStates(["intent", "submitting", "unknown", "accepted"])
-        if (inFlight.length > 0) return undefined
+        // "accepted" has not reported a kind yet, and "pending" is not settled yet: either may still
+        // fill. A pending stop-limit waits for its stop, which the scripted prices never reach.
+        const inFlight = yield* journal.inStates(["intent", "submitting", "unknown", "accepted", "pending"])
+        if (inFlight.some((o) => o.state !== "pending" || o.type !== "stop-limit")) return undefined
         yield* Effect.flatMap(Engine, (e) => e.syncFills)
         const stored = yield* Effect.flatMap(FillLedger, (l) => l.count)
         const venueFills = yield* Effect.tryPromise(() => venue.admin("GET", `/_venue/fills?uid=${venue.uid}`))
@@ -78,6 +79,10 @@ const run = async (name: string, scenario: Scenario) => {
   await engine.runtime.dispose()
   const verdict = await verify(venue, db.path)
   console.log(report(name, verdict))
+  if (verdict.fillMismatches > 0 || verdict.duplicates > 0) {
+    // What went wrong is in the engine's warnings: print them with the failing figures.
+    console.log(log.lines.filter((l) => l.level === "warn" || l.level === "error" || l.event === "fill.synced").map((l) => JSON.stringify(l)).join("\n"))
+  }
   expectNothingLostOrDuplicated(verdict)
   expect(verdict.placed + verdict.refused + verdict.notPlaced + verdict.riskRefused).toBe(verdict.intents)
   return { verdict, log }

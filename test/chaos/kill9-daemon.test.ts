@@ -54,7 +54,7 @@ describe("chaos: kill -9 of svcbot run", () => {
       })
     )
     const env = { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret }
-    const seed = Date.now() % 100_000
+    const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000)
     const random = lcg(seed)
 
     for (let kill = 0; kill < KILLS; kill += 1) {

@@ -1,6 +1,6 @@
 /**
- * kill -9 of a real engine process at random points, then a restart, until the
- * script completes; afterwards: zero duplicate orders, fills equal row for row,
+ * kill -9 of a real engine process at seeded random points of its progress, then a
+ * restart, until the script completes; afterwards: zero duplicate orders, fills equal row for row,
  * balances agree. The child is `fixtures/engine-child.ts`; swapping in the
  * daemon means changing `childCommand`.
  */
@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { startVenue } from "../support/venue.js"
 import { tempDbPath } from "../integration/engine-harness.js"
+import { scriptedIntents } from "./fixtures/script.js"
 import { expectNothingLostOrDuplicated, report, verify } from "./verify.js"
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/engine-child.ts", import.meta.url))
@@ -46,21 +47,36 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-/** Starts the child; resolves with "done" when it completes, or "killed" when it was killed after `killAfterMs`. */
-const runChild = (target: ChildTarget, killAfterMs: number | undefined) =>
+/**
+ * Starts the child; resolves with "done" when it completes, or "killed" when it was killed on
+ * reaching the progress point `killAt` (see `fixtures/engine-child.ts`). `submitted` collects
+ * the tags it reports as submitted.
+ */
+const runChild = (target: ChildTarget, killAt: string | undefined, submitted: Set<string>) =>
   new Promise<{ outcome: "done" | "killed"; stderr: string }>((resolve, reject) => {
     const [command, args] = childCommand(target)
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] })
     children.push(child)
     let stdout = ""
+    let partial = ""
     let stderr = ""
     let killed = false
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString()
+      // Whole lines only: a chunk can end in the middle of one.
+      const lines = (partial + chunk.toString()).split("\n")
+      partial = lines.pop() ?? ""
+      for (const line of lines) {
+        if (line.startsWith("progress submitted ")) submitted.add(line.slice("progress submitted ".length))
+        if (!killed && killAt !== undefined && line === `progress ${killAt}`) {
+          killed = true
+          child.kill("SIGKILL")
+        }
+      }
+    })
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    const killTimer = killAfterMs === undefined ? undefined : setTimeout(() => ((killed = true), child.kill("SIGKILL")), killAfterMs)
     const deadline = setTimeout(() => child.kill("SIGKILL"), CHILD_DEADLINE_MS)
     child.on("exit", (code) => {
-      clearTimeout(killTimer)
       clearTimeout(deadline)
       if (stdout.includes("done")) resolve({ outcome: "done", stderr })
       else if (killed) resolve({ outcome: "killed", stderr })
@@ -68,26 +84,40 @@ const runChild = (target: ChildTarget, killAfterMs: number | undefined) =>
     })
   })
 
+/**
+ * Where the next run is killed: one of the points it will pass (start-up, inside the startup
+ * reconcile, after it, after one of the submissions still to come, while settling). The first
+ * kill lands after a submission in the first half of the script, so every run has kills.
+ */
+const killPoint = (random: () => number, submitted: ReadonlySet<string>, first: boolean): string => {
+  const ahead = scriptedIntents(INTENTS).map((i) => i.tag).filter((tag) => !submitted.has(tag))
+  if (first) return `submitted ${ahead[Math.floor(random() * Math.ceil(ahead.length / 2))]}`
+  const points = ["starting", "reconciling", "reconciled", ...ahead.map((tag) => `submitted ${tag}`), "settling"]
+  return points[Math.floor(random() * points.length)]!
+}
+
 describe("chaos: kill -9", () => {
   it("kill -9 at random points and restarts lose nothing and duplicate nothing", async () => {
     const venue = await startVenue({ faults: { dropAcceptedRatio: 0.3, seed: 11 } })
     cleanups.push(() => venue.close())
     const db = tempDbPath()
     cleanups.push(db.cleanup)
-    const seed = Date.now() % 100_000
+    const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000)
     const random = lcg(seed)
     const target: ChildTarget = { url: venue.url, keyId: venue.keyId, secret: venue.secret, dbPath: db.path, intents: INTENTS }
-    let kills = 0
+    const submitted = new Set<string>()
+    const killedAt: Array<string> = []
     let finished = false
-    while (!finished && kills < MAX_KILLS) {
-      // The child needs about a second to start; kills land before, during and after its reconcile and submissions.
-      const result = await runChild(target, 600 + Math.floor(random() * 2400))
-      if (result.outcome === "killed") kills += 1
+    while (!finished && killedAt.length < MAX_KILLS) {
+      const point = killPoint(random, submitted, killedAt.length === 0)
+      const result = await runChild(target, point, submitted)
+      if (result.outcome === "killed") killedAt.push(point)
       else finished = true
     }
-    if (!finished) await runChild(target, undefined)
+    if (!finished) await runChild(target, undefined, submitted)
+    const kills = killedAt.length
     const verdict = await verify(venue, db.path)
-    console.log(`${report("kill -9", verdict)}; kills ${kills}, seed ${seed}`)
+    console.log(`${report("kill -9", verdict)}; kills ${kills} (at ${killedAt.join(", ")}), seed ${seed}`)
     expect(verdict.intents).toBe(INTENTS)
     expectNothingLostOrDuplicated(verdict)
     expect(verdict.placed + verdict.refused + verdict.notPlaced + verdict.riskRefused).toBe(verdict.intents)
