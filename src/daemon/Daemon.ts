@@ -18,6 +18,7 @@ import type { OrderRow } from "../store/OrderJournal.js"
 import { defaultDialect, type Dialect } from "../svc/Dialect.js"
 import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
+import { waitOutTransients } from "../svc/Transients.js"
 import { devTradeKey } from "../venue/Accounts.js"
 import { parseTapeFlag } from "../venue/cli.js"
 import { serveVenue } from "../venue/Server.js"
@@ -101,6 +102,8 @@ const dialectOf = (config: Config): Dialect => ({
 export const engineOptionsOf = (config: Config): EngineOptions => ({
   dbPath: config.database.path,
   cancelOnStop: config.engine.cancelOnStop,
+  // The rest of the shutdown bound is for the strategies, the health server and the database.
+  stopWithinMs: Math.floor(config.engine.shutdownTimeoutMs * 0.8),
   risk: config.engine.risk,
   reconcile: { intervalMs: config.engine.reconcileIntervalMs },
   fillSync: { intervalMs: config.engine.fillSyncIntervalMs }
@@ -130,18 +133,102 @@ const connect = (options: RunOptions): Effect.Effect<{ readonly baseUrl: string;
     return { baseUrl: config.venue.baseUrl!, credentials: fromEnv.right.value }
   })
 
-/** What an order-status failure at start-up means for the user. */
-const explainKeyFailure = (error: SvcError, baseUrl: string): StartupError => {
+/** What a failed request at start-up means for the user, and what to do. */
+export const explainKeyFailure = (error: SvcError, baseUrl: string): string => {
   const fix: Partial<Record<SvcError["_tag"], string>> = {
     ApiKeyInvalid: "the exchange refused the key (API_KEY_INVALID): it is wrong, revoked, or expired (Trade keys without an IP whitelist expire after 90 days). Check it with `svcbot sign`, or create a new key on the website",
     ApiKeyNotPermitted: "the key lacks Read permission: create a key with Read and Trade on the website",
     AuthBlocked: "key requests are blocked after repeated failed authentication: wait for the block to pass and check the key and secret",
     NetworkError: `cannot reach ${baseUrl}: check venue.baseUrl and the network`,
-    ServerUnavailable: `${baseUrl} answers with server errors: try again later`,
-    CircuitOpen: "the exchange refused the key (API_KEY_INVALID): create a new key on the website"
+    ServerUnavailable: `${baseUrl} answers with server errors: waiting for it to recover`,
+    CircuitOpen: "the exchange refused the key (API_KEY_INVALID): create a new key on the website; it is probed again once per client.authProbeIntervalMs"
   }
-  return new StartupError({ message: fix[error._tag] ?? `the key check failed: ${error.message}`, exitCode: 1 })
+  return fix[error._tag] ?? `the key check failed: ${error.message}`
 }
+
+/** A non-transient failure at start-up: a key without the needed scope is a configuration problem. */
+const startupFailure = (error: SvcError, baseUrl: string): StartupError =>
+  new StartupError({ message: explainKeyFailure(error, baseUrl), exitCode: error._tag === "ApiKeyNotPermitted" ? 2 : 1 })
+
+/** A clientOrderId no order has: cancelling it tells whether the key may trade without touching anything. */
+const SCOPE_PROBE_ORDER_ID = "svcbot-scope-check"
+
+/**
+ * What the venue says about the config before any order: every symbol exists and trades, the
+ * key may trade (both modes place orders), and the allocations fit in the account. One problem
+ * per line; an empty list means the config may start.
+ */
+export const checkAgainstVenue = (config: Config, instances: ReadonlyArray<ResolvedInstance>) =>
+  Effect.gen(function* () {
+    const svc = yield* SvcClient
+    const problems: Array<string> = []
+    const pairs = new Map((yield* svc.exchangeInfo()).map((pair) => [pair.symbol, pair]))
+    for (const instance of instances) {
+      for (const symbol of [instance.symbol, ...(instance.definition.symbols?.(instance.params) ?? [])]) {
+        const pair = pairs.get(symbol)
+        if (pair === undefined) {
+          problems.push(`strategies[${instance.id}].symbol: ${symbol} is not listed by the exchange (listed: ${[...pairs.keys()].sort().join(", ")})`)
+        } else if (pair.status !== "trading") {
+          problems.push(`strategies[${instance.id}].symbol: ${symbol} is ${pair.status} on the exchange, not trading; disable the instance until it trades again`)
+        } else if (!pair.tickSize.gt(0) || !pair.stepSize.gt(0)) {
+          problems.push(`strategies[${instance.id}].symbol: the exchange lists ${symbol} without a usable tick size or step size; it cannot be traded`)
+        }
+      }
+    }
+    const wallet = yield* svc.spotWallet()
+    const probe = yield* Effect.either(svc.cancel(SCOPE_PROBE_ORDER_ID))
+    if (probe._tag === "Left") {
+      if (probe.left._tag === "ApiKeyNotPermitted") {
+        problems.push(`the API key may not trade (it lacks ${probe.left.requiredScope ?? "spot.trade"}) and ${config.mode} mode places orders: create a key with Read and Trade permission on the website`)
+      } else if (probe.left._tag !== "RequestInvalid") {
+        // An unknown order answers "fix the request" (404); anything else is the venue or the key failing now.
+        return yield* Effect.fail(probe.left)
+      }
+    }
+    const owned = new Map(wallet.map((row) => [row.asset, row.balance.plus(row.locked)]))
+    const allocated = new Map<string, { total: Decimal; by: Array<string> }>()
+    for (const instance of config.strategies.filter((s) => s.enabled)) {
+      for (const [asset, amount] of Object.entries(instance.allocation ?? {})) {
+        const entry = allocated.get(asset) ?? { total: ZERO, by: [] }
+        allocated.set(asset, { total: entry.total.plus(amount), by: [...entry.by, instance.id] })
+      }
+    }
+    for (const [asset, { total, by }] of allocated) {
+      const available = owned.get(asset) ?? ZERO
+      if (total.gt(available)) {
+        problems.push(`strategies[].allocation.${asset}: ${by.join(", ")} ${by.length === 1 ? "is" : "are"} allocated ${total.toFixed()} ${asset} but the account holds ${available.toFixed()}; lower the allocations or fund the account`)
+      }
+    }
+    return problems
+  })
+
+/** How often the venue's reachability is looked at for `venue.unreachable` / `venue.reachable`. */
+const VENUE_WATCH_MS = 1000
+
+/** Health reasons from the client's view of the key and the venue; each clears when the next answers are good. */
+const venueHealth = (svc: SvcClient, unreachableAfterMs: number) =>
+  Effect.map(svc.keyHealth, (key) => [
+    ...(key.authInvalid ? ["API key refused (API_KEY_INVALID): create a new key on the website; it is probed again once per client.authProbeIntervalMs"] : []),
+    ...(key.authBlockedForMs > 0 ? [`key traffic blocked after failed authentication for ${Math.ceil(key.authBlockedForMs / 1000)} s more`] : []),
+    ...(key.unreachableForMs >= unreachableAfterMs ? [`venue unreachable for ${Math.round(key.unreachableForMs / 1000)} s (${key.lastFailure ?? "no answer"})`] : [])
+  ])
+
+/** Logs the venue becoming unreachable past the threshold, and reachable again. */
+const watchVenue = (svc: SvcClient, unreachableAfterMs: number) =>
+  Effect.gen(function* () {
+    let unreachable = false
+    for (;;) {
+      yield* Effect.sleep(VENUE_WATCH_MS)
+      const key = yield* svc.keyHealth
+      if (!unreachable && key.unreachableForMs >= unreachableAfterMs) {
+        unreachable = true
+        yield* logEvent("venue.unreachable", { forMs: key.unreachableForMs, lastFailure: key.lastFailure ?? null })
+      } else if (unreachable && key.unreachableForMs === 0) {
+        unreachable = false
+        yield* logEvent("venue.reachable", {})
+      }
+    }
+  })
 
 const ACTIVE_KINDS: Readonly<Record<string, OpenOrder["kind"]>> = { resting: "resting", pending: "pending" }
 
@@ -286,7 +373,8 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       apiKey: credentials.apiKey,
       apiSecret: credentials.apiSecret,
       dialect: dialectOf(config),
-      requestTimeoutMs: config.client.requestTimeoutMs
+      requestTimeoutMs: config.client.requestTimeoutMs,
+      budget: { reservePct: config.client.reservePct, authProbeIntervalMs: config.client.authProbeIntervalMs }
     })
 
     const trade = Effect.gen(function* () {
@@ -318,6 +406,13 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       yield* Effect.forkScoped(
         heartbeat(engine, svc, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
       )
+      yield* health.check(engine.health)
+      yield* health.check(
+        Effect.map(
+          Effect.forEach([...byId.values()], (instance) => Effect.map(instance.pausedReason, (reason) => (reason === undefined ? [] : [`${instance.id} is paused: ${reason}`]))),
+          (reasons) => reasons.flat()
+        )
+      )
       yield* health.markReady
       yield* logEvent("config.loaded", { ready: true, baseUrl, strategies: instances.map((i) => i.id) })
       yield* options.runFor === undefined ? Effect.never : Effect.sleep(options.runFor)
@@ -325,25 +420,29 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
     })
 
     const engineLayer = StrategyStateStore.Default.pipe(Layer.provideMerge(EngineModule.layer(engineOptionsOf(config))))
-    const checkKey = Effect.gen(function* () {
+    const start = Effect.gen(function* () {
       const svc = yield* SvcClient
-      // Reachability, clock and Read permission, before anything is written.
-      yield* svc.exchangeInfo().pipe(Effect.mapError((e) => explainKeyFailure(e, baseUrl)))
-      yield* svc.spotWallet().pipe(Effect.mapError((e) => explainKeyFailure(e, baseUrl)))
-    })
-    yield* checkKey.pipe(
-      Effect.zipRight(
-        Effect.scoped(trade).pipe(
-          Effect.provide(engineLayer),
-          Effect.mapError((error) =>
-            error instanceof StartupError
-              ? error
-              : error._tag === "DatabaseFromNewerVersion" || error._tag === "MigrationFailed"
-                ? new StartupError({ message: error.message, exitCode: 1 })
-                : explainKeyFailure(error, baseUrl)
-          )
+      yield* health.check(venueHealth(svc, config.health.unreachableAfterMs))
+      yield* Effect.forkScoped(watchVenue(svc, config.health.unreachableAfterMs))
+      // Reachability, clock, permissions and the config against the venue, before anything is written.
+      const problems = yield* checkAgainstVenue(config, instances).pipe(
+        waitOutTransients("key check", (error) => explainKeyFailure(error, baseUrl)),
+        Effect.mapError((error) => startupFailure(error, baseUrl))
+      )
+      if (problems.length > 0) {
+        return yield* new StartupError({ message: `the exchange refuses this config:\n${problems.map((p) => `  - ${p}`).join("\n")}`, exitCode: 2 })
+      }
+      yield* Effect.scoped(trade).pipe(
+        Effect.provide(engineLayer),
+        Effect.mapError((error) =>
+          error instanceof StartupError
+            ? error
+            : error._tag === "DatabaseFromNewerVersion" || error._tag === "MigrationFailed"
+              ? new StartupError({ message: error.message, exitCode: 1 })
+              : startupFailure(error, baseUrl)
         )
-      ),
-      Effect.provide(clientLayer)
-    )
+      )
+    })
+    yield* health.watch
+    yield* start.pipe(Effect.provide(clientLayer))
   })

@@ -1,14 +1,19 @@
 /**
  * Readiness for the container healthcheck. `GET /healthz` answers 200 with
- * `{"status":"ready"}` once start-up (migrate, key check, reconcile) is done and
- * nothing has halted trading; 503 with `starting` or `degraded` and the reasons
- * otherwise. Degrading events are read off the log stream, so no part of the
- * engine has to know about health.
+ * `{"status":"ready"}` once start-up (key check, migrate, reconcile) is done and
+ * nothing stops trading; 503 with `starting` or `degraded` and every reason
+ * otherwise.
+ *
+ * Reasons come from checks that read the state of the parts that own it (the
+ * client's view of the key and the venue, the engine's placement blocks, kill
+ * switches and lost orders, the strategy instances' pauses), so health turns
+ * ready again on its own when the cause clears. The one reason that has no state
+ * to read, a reconcile mismatch the engine could not resolve, is taken off the
+ * log stream and holds until the daemon restarts.
  */
 import { createServer, type Server } from "node:http"
-import { Effect, HashMap, Layer, Logger, Ref } from "effect"
+import { Effect, HashMap, Layer, Logger, Ref, Schedule, type Scope } from "effect"
 import { logEvent } from "../log/Logger.js"
-import type { EventName } from "../log/Events.js"
 
 export type HealthStatus = "starting" | "ready" | "degraded"
 
@@ -17,47 +22,75 @@ export interface HealthReport {
   readonly reasons: ReadonlyArray<string>
 }
 
-/** Events that mean trading is halted until an operator acts, and the reason shown for each. */
-const DEGRADING: Partial<Record<EventName, string>> = {
-  "auth.invalid": "API key refused (API_KEY_INVALID): create a new key on the website",
-  "auth.blocked": "key traffic blocked after failed authentication",
-  "account.blocked": "account blocked for trading: resolve it on the website",
-  "risk.kill-switch": "daily loss limit reached: new placements stopped for the day",
-  "reconcile.mismatch": "ledger and exchange disagree"
-}
+/** The current reasons one part of the daemon gives for not being ready (none when all is well). */
+export type HealthCheck = Effect.Effect<ReadonlyArray<string>>
+
+/** How often the status is evaluated to log its changes (`health.changed`). */
+const WATCH_INTERVAL_MS = 1000
 
 export class Health extends Effect.Service<Health>()("svcbot/Health", {
   effect: Effect.gen(function* () {
     const ready = yield* Ref.make(false)
-    const reasons = yield* Ref.make<ReadonlyMap<string, { readonly reason: string; readonly untilMs: number }>>(new Map())
+    const starting = yield* Ref.make<string>("start-up not finished")
+    const checks = yield* Ref.make<ReadonlyMap<symbol, HealthCheck>>(new Map())
+    const mismatches = yield* Ref.make<ReadonlyArray<string>>([])
+
     const report: Effect.Effect<HealthReport> = Effect.gen(function* () {
-      const now = Date.now()
-      const degraded = [...(yield* Ref.get(reasons)).values()].filter((entry) => entry.untilMs > now).map((entry) => entry.reason)
-      if (degraded.length > 0) return { status: "degraded", reasons: degraded }
-      return (yield* Ref.get(ready)) ? { status: "ready", reasons: [] } : { status: "starting", reasons: ["start-up not finished"] }
+      const reasons: Array<string> = []
+      for (const check of (yield* Ref.get(checks)).values()) {
+        reasons.push(...(yield* check.pipe(Effect.catchAllCause((cause) => Effect.succeed([`a health check failed: ${String(cause)}`])))))
+      }
+      reasons.push(...(yield* Ref.get(mismatches)))
+      if (!(yield* Ref.get(ready))) return { status: "starting", reasons: [yield* Ref.get(starting), ...reasons] }
+      return reasons.length > 0 ? { status: "degraded", reasons } : { status: "ready", reasons: [] }
     })
+
     return {
       markReady: Ref.set(ready, true),
-      /** Marks trading halted; a block that lifts by itself (auth.blocked) passes `untilMs`. */
-      degrade: (event: string, reason: string, untilMs = Number.POSITIVE_INFINITY) =>
-        Ref.update(reasons, (current) => new Map([...current, [event, { reason, untilMs }]])),
-      report
+      /** What start-up is doing or waiting for, shown while the status is `starting`. */
+      starting: (reason: string) => Ref.set(starting, reason),
+      /** Adds a check for the lifetime of the scope (the part it reads lives as long). */
+      check: (check: HealthCheck): Effect.Effect<void, never, Scope.Scope> => {
+        const key = Symbol()
+        return Effect.acquireRelease(
+          Ref.update(checks, (current) => new Map([...current, [key, check]])),
+          () => Ref.update(checks, (current) => new Map([...current].filter(([k]) => k !== key)))
+        )
+      },
+      /** A reconcile mismatch the engine could not resolve: it holds until the daemon restarts. */
+      mismatch: (reason: string) => Ref.update(mismatches, (current) => (current.includes(reason) ? current : [...current, reason])),
+      report,
+      /** Logs `health.changed` whenever the status or its reasons change, for the lifetime of the scope. */
+      watch: Effect.gen(function* () {
+        let last = ""
+        const look = Effect.gen(function* () {
+          const current = yield* report
+          const key = JSON.stringify(current)
+          if (key === last) return
+          last = key
+          yield* logEvent("health.changed", { status: current.status, reasons: current.reasons })
+        })
+        yield* Effect.forkScoped(Effect.repeat(look, Schedule.spaced(WATCH_INTERVAL_MS)))
+      })
     }
   })
 }) {}
 
-/** A logger that degrades health when a halting event is logged. */
+/** A logger that hands health what only the log stream carries: start-up's waits and unresolved reconcile mismatches. */
 export const healthLogHook = (health: Health): Layer.Layer<never> =>
   Logger.add(
     Logger.make(({ message, annotations }) => {
-      const name = (Array.isArray(message) ? message[0] : message) as EventName
-      const reason = DEGRADING[name]
-      if (reason === undefined) return
-      const code = HashMap.get(annotations, "code")
-      const retryAfter = HashMap.get(annotations, "retryAfter")
-      // Retry-After is in seconds; a failed-auth block lifts by itself after it.
-      const untilMs = retryAfter._tag === "Some" && typeof retryAfter.value === "number" ? Date.now() + retryAfter.value * 1000 : undefined
-      Effect.runSync(health.degrade(name, code._tag === "Some" ? `${reason} (${String(code.value)})` : reason, untilMs))
+      const name = Array.isArray(message) ? message[0] : message
+      if (name === "startup.waiting") {
+        const reason = HashMap.get(annotations, "reason")
+        if (reason._tag === "Some") Effect.runSync(health.starting(`waiting: ${String(reason.value)}`))
+        return
+      }
+      if (name !== "reconcile.mismatch") return
+      // A lost order is reported by the engine's own check until it is acknowledged.
+      if (HashMap.get(annotations, "clientOrderId")._tag === "Some" && HashMap.get(annotations, "lost")._tag === "Some") return
+      const problem = HashMap.get(annotations, "problem")
+      Effect.runSync(health.mismatch(`ledger and exchange disagree${problem._tag === "Some" ? `: ${String(problem.value)}` : ""}`))
     })
   )
 
@@ -70,8 +103,9 @@ export const serveHealth = (health: Health, host: string, port: number) =>
           response.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}')
           return
         }
-        const current = Effect.runSync(health.report)
-        response.writeHead(current.status === "ready" ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify(current))
+        void Effect.runPromise(health.report).then((current) =>
+          response.writeHead(current.status === "ready" ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify(current))
+        )
       })
       server.once("error", (error) => resume(Effect.fail(error)))
       server.listen(port, host, () => resume(Effect.succeed(server)))

@@ -13,7 +13,7 @@ import { Database } from "../store/Database.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
 import { EngineBus, type EngineEvent, type FillUpdate, type OrderUpdate, type PlacementBlock } from "./EngineBus.js"
-import { Execution, type SubmitResult } from "./Execution.js"
+import { Execution, STOPPING, type SubmitResult } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { type Balance, Market } from "./Market.js"
 import { portfolio, type PortfolioSnapshot } from "./Portfolio.js"
@@ -21,6 +21,7 @@ import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
+import { waitOutTransients } from "../svc/Transients.js"
 
 /** What a strategy may read: shared balances, its own unfinished orders by tag, prices and pair rules. */
 export interface StrategyView {
@@ -31,8 +32,6 @@ export interface StrategyView {
   readonly placementsBlocked: PlacementBlock | undefined
 }
 
-/** Shutdown waits at most this long for cancels to reach a terminal kind. */
-const CANCEL_ON_STOP_WAIT_MS = 10_000
 
 export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
   scoped: Effect.gen(function* () {
@@ -46,38 +45,58 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
     const market = yield* Market
     const settings = yield* EngineSettings
 
-    const startup = yield* reconcile.atStart
-    yield* Effect.forkScoped(tracker.loop)
-    yield* Effect.forkScoped(fillSync.loop)
-    yield* Effect.forkScoped(reconcile.loop)
-
     const strategyOrders = (strategyId: string | undefined) =>
       Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId !== null && (strategyId === undefined || o.strategyId === strategyId)))
 
+    /**
+     * The graceful stop, within `stopWithinMs` whatever the venue does: lost placements are
+     * looked for until 40 % of it has passed (so that cancel-on-stop reaches one that rests on
+     * the book), cancels are sent (never held back by the budget) and followed until 80 %, and
+     * the final fill sync has the rest.
+     */
     const stop = Effect.gen(function* () {
-      yield* logEvent("app.stopping", { component: "engine", cancelOnStop: settings.cancelOnStop })
+      const started = yield* Clock.currentTimeMillis
+      const by = (share: number) => started + Math.floor(settings.stopWithinMs * share)
+      const until = (deadline: number) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.asVoid(Effect.timeoutOption(effect, Math.max(0, deadline - now))))
+      const before = (deadline: number) => Effect.map(Clock.currentTimeMillis, (now) => now < deadline)
+      yield* logEvent("app.stopping", { component: "engine", cancelOnStop: settings.cancelOnStop, stopWithinMs: settings.stopWithinMs })
       yield* execution.blockPlacements("the engine is stopping")
-      yield* execution.awaitSends
+      yield* execution.awaitSends.pipe(until(by(0.4)))
       // A placement whose answer was lost may rest on the book: find it (within the absence window)
       // so that the journal knows it and cancel-on-stop reaches it.
-      const lostUntil = (yield* Clock.currentTimeMillis) + settings.reconcile.settleDelayMs + settings.reconcile.absenceWindowMs
-      while ((yield* journal.inStates(["unknown"])).length > 0 && (yield* Clock.currentTimeMillis) < lostUntil) {
-        yield* reconcile.resolveUnknown.pipe(Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message })))
+      const lostUntil = Math.min(by(0.4), started + settings.reconcile.settleDelayMs + settings.reconcile.absenceWindowMs)
+      while ((yield* journal.inStates(["unknown"])).length > 0 && (yield* before(lostUntil))) {
+        yield* reconcile.resolveUnknown.pipe(
+          Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message })),
+          until(lostUntil)
+        )
         yield* Effect.sleep(Math.min(200, settings.reconcile.settleDelayMs))
       }
       if (settings.cancelOnStop) {
+        const cancelsBy = by(0.8)
         const open = yield* strategyOrders(undefined)
         for (const row of open) yield* journal.update(row.orderId, { cancelRequested: true }, yield* Clock.currentTimeMillis)
-        yield* Effect.forEach(open, execution.sendCancel, { concurrency: 4, discard: true })
-        const deadline = (yield* Clock.currentTimeMillis) + CANCEL_ON_STOP_WAIT_MS
-        while ((yield* strategyOrders(undefined)).some((o) => o.clientOrderId !== null) && (yield* Clock.currentTimeMillis) < deadline) {
-          yield* tracker.pollOnce
+        yield* Effect.forEach(open, execution.sendCancel, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
+        while ((yield* strategyOrders(undefined)).some((o) => o.clientOrderId !== null) && (yield* before(cancelsBy))) {
+          yield* tracker.pollOnce.pipe(until(cancelsBy))
           yield* Effect.sleep(100)
         }
       }
-      yield* fillSync.syncOnce.pipe(Effect.catchAll((error) => logEvent("request.failed", { what: "fills", error: error.message })))
+      yield* fillSync.syncOnce.pipe(
+        Effect.catchAll((error) => logEvent("request.failed", { what: "fills", error: error.message })),
+        until(by(1))
+      )
     })
+    // Registered before the startup reconcile: a stop that comes while it runs (or waits on the
+    // budget) still cancels what the journal knows and syncs the fills.
     yield* Effect.addFinalizer(() => stop)
+
+    // A venue that is down or refusing at start is waited out: the stop above still works meanwhile.
+    const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message))
+    yield* Effect.forkScoped(tracker.loop)
+    yield* Effect.forkScoped(fillSync.loop)
+    yield* Effect.forkScoped(reconcile.loop)
 
     return {
       /** The startup reconcile's counts. */
@@ -123,6 +142,19 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       orderByTag: (strategyId: string, tag: string) => journal.latestByTag(strategyId, tag),
       /** True when the strategy ever journaled an intent with this tag. */
       tagJournaled: (strategyId: string, tag: string) => journal.tagJournaled(strategyId, tag),
+      /**
+       * Why the engine cannot trade as it should right now: placements blocked by the account,
+       * kill switches on today. Each reason clears by itself when its cause does.
+       */
+      health: Effect.gen(function* () {
+        const reasons: Array<string> = []
+        const block = yield* bus.blocked
+        if (block !== undefined && block.code !== STOPPING) reasons.push(`placements blocked (${block.code}): ${block.fix}`)
+        for (const strategyId of yield* execution.killSwitchesToday) {
+          reasons.push(`${strategyId}: daily loss limit reached, new placements stopped until 00:00 UTC`)
+        }
+        return reasons
+      }),
       /** Runs a full reconcile pass now (the periodic one runs on its own). */
       reconcileNow: reconcile.pass,
       syncFills: fillSync.syncAll

@@ -31,6 +31,9 @@ export type SubmitResult =
       readonly detail: string
     }
 
+/** The placement block of a stopping engine: not a problem of the account. */
+export const STOPPING = "STOPPING"
+
 /** After an account block, one placement is let through this often to learn whether it was resolved. */
 const BLOCK_PROBE_MS = 60_000
 
@@ -361,9 +364,14 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       move,
       /** Waits until every placement and cancel sent so far has its answer. */
       awaitSends: FiberSet.awaitEmpty(sends),
+      /** The strategies whose daily loss limit stopped their placements today (UTC). */
+      killSwitchesToday: Effect.gen(function* () {
+        const today = startOfUtcDay(yield* Clock.currentTimeMillis)
+        return [...(yield* Ref.get(killSwitchDay))].filter(([, day]) => day === today).map(([strategyId]) => strategyId)
+      }),
       /** Stops placements: used at shutdown so that nothing new reaches the service. */
       blockPlacements: (reason: string) =>
-        Effect.sync(() => (blockProbeAt = Number.POSITIVE_INFINITY)).pipe(Effect.zipRight(Ref.set(bus.block, { code: "STOPPING", fix: reason })))
+        Effect.sync(() => (blockProbeAt = Number.POSITIVE_INFINITY)).pipe(Effect.zipRight(Ref.set(bus.block, { code: STOPPING, fix: reason })))
     }
   })
 }) {}

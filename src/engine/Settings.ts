@@ -14,6 +14,8 @@ export interface EngineOptions {
   readonly risk?: RiskLimits
   /** Cancel every open order of the strategies when the engine stops. */
   readonly cancelOnStop?: boolean
+  /** The whole graceful stop (lost placements, cancels, final fill sync) fits in this. */
+  readonly stopWithinMs?: number
   readonly execution?: Partial<ExecutionSettings>
   readonly tracker?: Partial<TrackerSettings>
   readonly reconcile?: Partial<ReconcileSettings>
@@ -81,6 +83,7 @@ export interface ResolvedEngineSettings {
   readonly dbPath: string
   readonly risk: RiskLimits
   readonly cancelOnStop: boolean
+  readonly stopWithinMs: number
   readonly execution: ExecutionSettings
   readonly tracker: TrackerSettings
   readonly reconcile: ReconcileSettings
@@ -117,6 +120,7 @@ export const resolveSettings = (options: EngineOptions): ResolvedEngineSettings 
   dbPath: options.dbPath,
   risk: options.risk ?? {},
   cancelOnStop: options.cancelOnStop ?? false,
+  stopWithinMs: options.stopWithinMs ?? 12_000,
   execution: { ...defaultExecution, ...options.execution },
   tracker: { ...defaultTracker, ...options.tracker },
   reconcile: {

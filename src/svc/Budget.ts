@@ -46,6 +46,12 @@ export interface BudgetOptions {
   readonly defaultWeight: number
   /** Header names from the Dialect. */
   readonly headers: Dialect["budgetHeaders"]
+  /**
+   * Endpoint weights learned by an earlier run on this key. Without them a restarted process
+   * treats every endpoint as unknown and holds a heavy one back until a window has room for a
+   * wrong guess, which in a crash loop can starve the startup reconcile for a whole minute.
+   */
+  readonly learnedWeights?: ReadonlyMap<string, number>
 }
 
 export const defaultBudgetOptions: BudgetOptions = {
@@ -91,6 +97,18 @@ export type Outcome =
     }
   /** No answer: the request may or may not have been counted by the server. */
   | { readonly _tag: "Lost" }
+
+/** Key-wide conditions that stop trading, as the last answers showed them (for health). */
+export interface KeyHealth {
+  /** API_KEY_INVALID was answered and no probe has succeeded since. */
+  readonly authInvalid: boolean
+  /** How much longer the failed-authentication block lasts (0 when there is none). */
+  readonly authBlockedForMs: number
+  /** How long requests have been going unanswered or answered with 5xx (0 while the venue answers). */
+  readonly unreachableForMs: number
+  /** The last such failure, while there is one. */
+  readonly lastFailure: string | undefined
+}
 
 export interface BudgetSnapshot {
   readonly usedWeight1m: number
@@ -228,6 +246,9 @@ export class Governor {
   private blockedUntil = 0
   private circuitOpenUntil: number | undefined
   private probing = false
+  /** Server-clock time of the first unanswered or 5xx request since the last good answer. */
+  private failingSinceMs: number | undefined
+  private lastFailure: string | undefined
   /** Requests waiting on the weight budget, per priority rank. */
   private readonly waitingByRank: Array<number> = [0, 0, 0, 0, 0, 0]
   waits = 0
@@ -236,6 +257,10 @@ export class Governor {
   constructor(readonly options: BudgetOptions) {
     this.weight = new WindowCount(options.weightWindowMs)
     this.orders10s = new WindowCount(options.ordersWindowMs)
+    for (const [endpoint, weight] of options.learnedWeights ?? []) {
+      this.learned.set(endpoint, weight)
+      this.heaviest = Math.max(this.heaviest, weight)
+    }
   }
 
   /** The weight a request to `endpoint` is expected to cost. */
@@ -344,6 +369,13 @@ export class Governor {
     if (ticket.guessed) this.inFlightUnlearned -= 1
     if (ticket.probe) this.probing = false
 
+    if (outcome._tag === "Lost" || outcome.status >= 500) {
+      this.failingSinceMs ??= now
+      this.lastFailure = outcome._tag === "Lost" ? `${ticket.demand.endpoint}: no answer` : `${ticket.demand.endpoint}: HTTP ${outcome.status}`
+    } else {
+      this.failingSinceMs = undefined
+      this.lastFailure = undefined
+    }
     if (outcome._tag === "Lost") {
       // It may have been counted, in either window if it crossed a boundary: count it now.
       this.weight.charge(this.weight.windowOf(now), ticket.weight, now)
@@ -397,6 +429,15 @@ export class Governor {
         this.learned.set(ticket.demand.endpoint, previous === undefined ? bound : Math.min(previous, bound))
         this.heaviest = Math.max(...this.learned.values())
       }
+    }
+  }
+
+  keyHealth(now: number): KeyHealth {
+    return {
+      authInvalid: this.circuitOpenUntil !== undefined,
+      authBlockedForMs: Math.max(0, this.blockedUntil - now),
+      unreachableForMs: this.failingSinceMs === undefined ? 0 : Math.max(0, now - this.failingSinceMs),
+      lastFailure: this.lastFailure
     }
   }
 
@@ -521,6 +562,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
         })
 
       const snapshot: Effect.Effect<BudgetSnapshot> = Effect.map(serverNow, (now) => governor.snapshot(now))
+      const keyHealth: Effect.Effect<KeyHealth> = Effect.map(serverNow, (now) => governor.keyHealth(now))
 
       const logStatus = Effect.flatMap(snapshot, (current) => logEvent("budget.status", { ...current }))
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(governor.options.statusIntervalMs), logStatus)))
@@ -529,6 +571,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
         admit,
         settle,
         snapshot,
+        keyHealth,
         /** The learned per-endpoint weights, for `doctor` and the status line. */
         learnedWeights: Effect.sync(() => new Map(governor.learnedWeights()) as ReadonlyMap<string, number>),
         options: governor.options

@@ -269,3 +269,25 @@ export const fromFailedAnswer = (answer: FailedAnswer): SvcError => {
 /** Errors that say something about the account or key rather than the one request. */
 export const isAccountBlock = (error: SvcError): error is AccountFrozen | GeoRestrictedIp | LegalAcceptanceRequired =>
   error._tag === "AccountFrozen" || error._tag === "GeoRestrictedIp" || error._tag === "LegalAcceptanceRequired"
+
+/**
+ * Errors that can pass without anyone changing the configuration: the venue is down or
+ * overloaded, the clock is off, the budget or an auth block is in the way, or the key is
+ * refused (it may be replaced behind the process, through its secret files). Start-up waits
+ * these out instead of exiting into a restart loop.
+ */
+export const isTransient = (error: SvcError): boolean => {
+  switch (error._tag) {
+    case "NetworkError":
+    case "ServerUnavailable":
+    case "RateLimited":
+    case "AuthBlocked":
+    case "ApiKeyInvalid":
+    case "CircuitOpen":
+    case "ApiKeyTimestampInvalid":
+    case "ApiKeyReplayed":
+      return true
+    default:
+      return false
+  }
+}

@@ -536,6 +536,10 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           notPlacement(run({ method: "POST", path: paths.cancelOrder, body: { clientOrderId }, kind: "cancel", priority: "cancel", decode: decodeCancel })),
 
         budgetSnapshot: budget.snapshot,
+        /** Whether the key works and the venue answers, as the last answers showed (for health). */
+        keyHealth: budget.keyHealth,
+        /** The endpoint weights learned so far, to hand to the next run (`BudgetOptions.learnedWeights`). */
+        learnedWeights: budget.learnedWeights,
         /** The learned offset of the server's clock (server minus local), in ms. */
         clockOffsetMs: clock.offsetMs
       } as const

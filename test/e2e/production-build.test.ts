@@ -7,9 +7,9 @@
  */
 import { execFile, spawn } from "node:child_process"
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { freeLoopbackPort, healthz } from "../support/daemon.js"
 import { afterAll, describe, expect, it } from "vitest"
 
 const ROOT = resolve(import.meta.dirname, "../..")
@@ -29,28 +29,9 @@ const run = (file: string, args: ReadonlyArray<string>, cwd: string): Promise<{ 
     )
   })
 
-const freeLoopbackPort = (): Promise<number> =>
-  new Promise((done, fail) => {
-    const server = createServer()
-    server.once("error", fail)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? done(address.port) : fail(new Error("no port"))))
-    })
-  })
-
 /** Every file under `dir` whose name ends with `.ts` (declaration files aside). */
 const typeScriptSources = (dir: string): Array<string> =>
   readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((path) => path.endsWith(".ts") && !path.endsWith(".d.ts"))
-
-const healthz = async (url: string): Promise<{ status: number; body: string } | undefined> => {
-  try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(2000) })
-    return { status: response.status, body: await response.text() }
-  } catch {
-    return undefined
-  }
-}
 
 describe("the production build", () => {
   it("compiles, becomes ready on /healthz from dist/ alone, and exits 0 on SIGTERM", async () => {

@@ -8,6 +8,7 @@
  */
 import BetterSqlite3 from "better-sqlite3"
 import { spawn, type ChildProcess } from "node:child_process"
+import { createServer } from "node:net"
 import { join, resolve } from "node:path"
 import { setTimeout as delay } from "node:timers/promises"
 
@@ -89,5 +90,26 @@ export const query = <T>(dbPath: string, sql: string, ...params: ReadonlyArray<u
     return db.prepare(sql).all(...params) as Array<T>
   } finally {
     db.close()
+  }
+}
+
+/** A loopback port nothing listens on right now (for the daemon's health server). */
+export const freeLoopbackPort = (): Promise<number> =>
+  new Promise((done, fail) => {
+    const server = createServer()
+    server.once("error", fail)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => (typeof address === "object" && address !== null ? done(address.port) : fail(new Error("no port"))))
+    })
+  })
+
+/** One `GET /healthz`: its status and body, or undefined while nothing answers. */
+export const healthz = async (url: string): Promise<{ status: number; body: string } | undefined> => {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2000) })
+    return { status: response.status, body: await response.text() }
+  } catch {
+    return undefined
   }
 }

@@ -1,5 +1,5 @@
 import { Writable } from "node:stream"
-import { Effect } from "effect"
+import { Effect, Exit, Schedule, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import { daemonLogging } from "../../src/cli/run.js"
 import { Health } from "../../src/daemon/Health.js"
@@ -37,19 +37,73 @@ describe("health and the daemon's logging", () => {
     )
   })
 
-  it("degrades on auth.invalid until restarted, and on auth.blocked only until Retry-After has passed", async () => {
+  it("is degraded while a check gives reasons, ready again when they clear, and forgets a check when its scope closes", async () => {
     await withHealth((health) =>
       Effect.gen(function* () {
         yield* health.markReady
-        yield* Log.logEvent("auth.blocked", { code: "AUTH_BLOCKED", retryAfter: 0 })
+        let reasons: ReadonlyArray<string> = []
+        const scope = yield* Scope.make()
+        yield* health.check(Effect.sync(() => reasons)).pipe(Scope.extend(scope))
         expect((yield* health.report).status).toBe("ready")
-        yield* Log.logEvent("auth.blocked", { code: "AUTH_BLOCKED", retryAfter: 180 })
-        const blocked = yield* health.report
-        expect(blocked.status).toBe("degraded")
-        expect(blocked.reasons.join()).toMatch(/blocked/)
-        yield* Log.logEvent("auth.invalid", { endpoint: "/api/wallets/spot" })
-        expect((yield* health.report).reasons.join()).toMatch(/API_KEY_INVALID/)
+        reasons = ["venue unreachable for 31 s"]
+        expect(yield* health.report).toEqual({ status: "degraded", reasons: ["venue unreachable for 31 s"] })
+        reasons = []
+        expect((yield* health.report).status).toBe("ready")
+        reasons = ["b is paused: refused 10 times"]
+        yield* Scope.close(scope, Exit.void)
+        expect((yield* health.report).status).toBe("ready")
       })
+    )
+  })
+
+  it("shows what start-up waits for while starting, and reasons from checks too", async () => {
+    await withHealth((health) =>
+      Effect.gen(function* () {
+        yield* Log.logEvent("startup.waiting", { phase: "key check", reason: "cannot reach http://127.0.0.1:9", retryInMs: 1000 })
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* health.check(Effect.succeed(["API key refused (API_KEY_INVALID)"]))
+            expect(yield* health.report).toEqual({
+              status: "starting",
+              reasons: ["waiting: cannot reach http://127.0.0.1:9", "API key refused (API_KEY_INVALID)"]
+            })
+          })
+        )
+      })
+    )
+  })
+
+  it("holds an unresolved reconcile mismatch until restart, but leaves lost orders to their own check", async () => {
+    await withHealth((health) =>
+      Effect.gen(function* () {
+        yield* health.markReady
+        yield* Log.logEvent("reconcile.mismatch", { clientOrderId: "o-1", lost: true, problem: "the venue no longer knows this order" })
+        expect((yield* health.report).status).toBe("ready")
+        yield* Log.logEvent("reconcile.mismatch", { orderId: 3, problem: "fill -> resting is not a transition" })
+        expect(yield* health.report).toEqual({ status: "degraded", reasons: ["ledger and exchange disagree: fill -> resting is not a transition"] })
+      })
+    )
+  })
+
+  it("logs health.changed once per change of status or reasons", async () => {
+    await withHealth((health, lines) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          let reasons: ReadonlyArray<string> = []
+          yield* health.check(Effect.sync(() => reasons))
+          yield* health.markReady
+          yield* health.watch
+          const changes = () => lines.filter((l) => l.includes('"health.changed"')).map((l) => JSON.parse(l) as { status: string; reasons: Array<string> })
+          const until = (n: number) => Effect.repeat(Effect.sync(() => changes().length >= n), { until: (done) => done, schedule: Schedule.spaced(20) })
+          yield* until(1)
+          reasons = ["x is paused: refused"]
+          yield* until(2)
+          reasons = []
+          yield* until(3)
+          expect(changes().map((c) => c.status)).toEqual(["ready", "degraded", "ready"])
+          expect(changes()[1]!.reasons).toEqual(["x is paused: refused"])
+        })
+      )
     )
   })
 

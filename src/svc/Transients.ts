@@ -1,0 +1,34 @@
+/**
+ * Waiting out transients at start-up: the process stays up, logs `startup.waiting`
+ * with the reason (health shows it while the status is `starting`), and tries
+ * again with a growing delay. Requests refused locally while the key's circuit
+ * is open cost nothing, so a refused key is still probed only once per probe
+ * interval by the client's budget governor.
+ */
+import { Duration, Effect, Schedule } from "effect"
+import { logEvent } from "../log/Logger.js"
+import { isTransient, type SvcError } from "./Errors.js"
+
+/** The first wait, doubled after each failure up to the longest. */
+export const STARTUP_RETRY_FIRST_MS = 1000
+export const STARTUP_RETRY_LONGEST_MS = 30_000
+
+/** Outputs the delay before the next try: the shorter of the doubling one and the longest. */
+const startupRetry = Schedule.exponential(STARTUP_RETRY_FIRST_MS).pipe(
+  Schedule.union(Schedule.spaced(STARTUP_RETRY_LONGEST_MS)),
+  Schedule.delays
+)
+
+/** Retries `effect` while it fails with a transient, logging each wait with `explain(error)`. */
+export const waitOutTransients =
+  (phase: string, explain: (error: SvcError) => string) =>
+  <A, E extends SvcError, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.retry(effect, {
+      while: (error) => isTransient(error),
+      schedule: startupRetry.pipe(
+        Schedule.intersect(Schedule.identity<E>()),
+        Schedule.tapOutput(([delay, error]) =>
+          logEvent("startup.waiting", { phase, reason: explain(error), error: error._tag, retryInMs: Duration.toMillis(delay) })
+        )
+      )
+    })
