@@ -89,8 +89,9 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       )
     })
     // Registered before the startup reconcile: a stop that comes while it runs (or waits on the
-    // budget) still cancels what the journal knows and syncs the fills.
-    yield* Effect.addFinalizer(() => stop)
+    // budget) still cancels what the journal knows and syncs the fills. Finalizers run
+    // uninterruptibly, where a timeout could not cut a phase short: the stop's phases must be.
+    yield* Effect.addFinalizer(() => Effect.interruptible(stop))
 
     // A venue that is down or refusing at start is waited out: the stop above still works meanwhile.
     const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message))

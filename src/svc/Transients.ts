@@ -15,7 +15,7 @@ export const STARTUP_RETRY_LONGEST_MS = 30_000
 
 /** Outputs the delay before the next try: the shorter of the doubling one and the longest. */
 const startupRetry = Schedule.exponential(STARTUP_RETRY_FIRST_MS).pipe(
-  Schedule.union(Schedule.spaced(STARTUP_RETRY_LONGEST_MS)),
+  Schedule.modifyDelay((delay) => Duration.min(delay, Duration.millis(STARTUP_RETRY_LONGEST_MS))),
   Schedule.delays
 )
 

@@ -9,7 +9,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { events, killAll, pollUntil, query, ROOT, svcbot } from "../support/daemon.js"
-import { startVenue } from "../support/venue.js"
 
 afterAll(killAll)
 
