@@ -5,7 +5,7 @@
  * so a signal or the end of `--for` tears it down in reverse: strategies stop,
  * open orders are cancelled (per config), fills are synced, the database closes.
  */
-import { Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
+import { Clock, Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
 import { type Config } from "../config/Config.js"
 import { type Credentials, loadCredentials } from "../config/Load.js"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
@@ -18,6 +18,8 @@ import type { OrderRow } from "../store/OrderJournal.js"
 import { defaultDialect, type Dialect } from "../svc/Dialect.js"
 import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
+import { loadBudgetWeights, saveBudgetWeights } from "../store/BudgetWeights.js"
+import { Database } from "../store/Database.js"
 import { waitOutTransients } from "../svc/Transients.js"
 import { devTradeKey } from "../venue/Accounts.js"
 import { parseTapeFlag } from "../venue/cli.js"
@@ -202,6 +204,9 @@ export const checkAgainstVenue = (config: Config, instances: ReadonlyArray<Resol
     return problems
   })
 
+/** How often the learned endpoint weights are stored. */
+const WEIGHTS_SAVE_MS = 30_000
+
 /** How often the venue's reachability is looked at for `venue.unreachable` / `venue.reachable`. */
 const VENUE_WATCH_MS = 1000
 
@@ -368,13 +373,18 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
     if (config.health.port !== undefined) yield* serveHealth(health, config.health.host, config.health.port).pipe(Effect.orDie)
 
     const { baseUrl, credentials } = yield* connect(options)
+    const keyId = Redacted.value(credentials.apiKey)
     const clientLayer = SvcClient.layerWith({
       baseUrl,
       apiKey: credentials.apiKey,
       apiSecret: credentials.apiSecret,
       dialect: dialectOf(config),
       requestTimeoutMs: config.client.requestTimeoutMs,
-      budget: { reservePct: config.client.reservePct, authProbeIntervalMs: config.client.authProbeIntervalMs }
+      budget: {
+        reservePct: config.client.reservePct,
+        authProbeIntervalMs: config.client.authProbeIntervalMs,
+        learnedWeights: loadBudgetWeights(config.database.path, keyId)
+      }
     })
 
     const trade = Effect.gen(function* () {
@@ -406,6 +416,11 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       yield* Effect.forkScoped(
         heartbeat(engine, svc, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
       )
+      // What the budget learned goes to the next run on this key, now and then and at the stop.
+      const database = yield* Database
+      const saveWeights = Effect.flatMap(svc.learnedWeights, (weights) => Effect.flatMap(Clock.currentTimeMillis, (now) => saveBudgetWeights(database, keyId, weights, now)))
+      yield* Effect.addFinalizer(() => saveWeights)
+      yield* Effect.forkScoped(Effect.repeat(saveWeights, Schedule.spaced(Duration.millis(WEIGHTS_SAVE_MS))))
       yield* health.check(engine.health)
       yield* health.check(
         Effect.map(

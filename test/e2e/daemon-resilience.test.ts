@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { events, freeLoopbackPort, healthz, killAll, pollUntil, svcbot, waitForEvent, type Run } from "../support/daemon.js"
+import { events, freeLoopbackPort, healthz, killAll, pollUntil, query, svcbot, waitForEvent, type Run } from "../support/daemon.js"
 import { startProxy } from "../support/proxy.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 import { expectNothingLostOrDuplicated, report, verify } from "../chaos/verify.js"
@@ -89,6 +89,9 @@ describe("svcbot run waits out what passes by itself", () => {
     await waitForEvent(run, "config.loaded", 60_000)
     await healthUntil(healthUrl, "ready", (status) => status === 200)
     await stopCleanly(run, venue)
+    // What the budget learned is kept for the next start on this key.
+    const weights = query<{ endpoint: string; weight: number }>(dbPath, "SELECT endpoint, weight FROM budget_weights")
+    expect(weights.map((w) => w.endpoint)).toContain("GET /api/wallets/spot")
   }, 120_000)
 
   it("a burst of server errors at start is waited out, not an exit", async () => {

@@ -195,6 +195,54 @@ const budgetLayer = (options: Partial<typeof defaultBudgetOptions> = {}) =>
 
 const demand = (priority: Priority, placement = false) => ({ endpoint: `GET /${priority}`, priority, placement })
 
+describe("budget governor: what a restart keeps and what health reads", () => {
+  const demandOf = (endpoint: string, priority: Priority) => ({ endpoint, priority, placement: false })
+
+  it("starts knowing the weights an earlier run learned: a heavy endpoint is not held back as a guess", () => {
+    const fresh = new Governor({ ...defaultBudgetOptions })
+    const restarted = new Governor({ ...defaultBudgetOptions, learnedWeights: new Map([["GET /fills", 40], ["GET /wallet", 2]]) })
+    for (const governor of [fresh, restarted]) {
+      const first = governor.decide(demandOf("GET /wallet", "reconcile"), 0)
+      if (first._tag !== "Admit") throw new Error("the first request goes out")
+      governor.settle(first.ticket, answered(600, 1200), 10)
+    }
+    // 600 of 1200 used: a guessed weight must leave half the allowance free, a learned one only has to fit.
+    expect(fresh.decide(demandOf("GET /fills", "fills"), 20)).toMatchObject({ _tag: "Wait", reason: "weight" })
+    expect(restarted.decide(demandOf("GET /fills", "fills"), 20)).toMatchObject({ _tag: "Admit", ticket: { weight: 40, guessed: false } })
+  })
+
+  it("reports the venue unreachable from the first unanswered or 5xx request until a good answer", () => {
+    const governor = new Governor({ ...defaultBudgetOptions })
+    const send = (now: number) => {
+      const decision = governor.decide(demandOf("GET /wallet", "reconcile"), now)
+      if (decision._tag !== "Admit") throw new Error(`not admitted: ${decision._tag}`)
+      return decision.ticket
+    }
+    expect(governor.keyHealth(0).unreachableForMs).toBe(0)
+    governor.settle(send(0), { _tag: "Lost" }, 1000)
+    governor.settle(send(2000), answered(1, 1200, undefined, 503), 3000)
+    expect(governor.keyHealth(5000)).toMatchObject({ unreachableForMs: 4000, lastFailure: "GET /wallet: HTTP 503" })
+    governor.settle(send(6000), answered(2, 1200), 6100)
+    expect(governor.keyHealth(7000)).toMatchObject({ unreachableForMs: 0, lastFailure: undefined })
+  })
+
+  it("reports a refused key until a probe succeeds, and an auth block until it has passed", () => {
+    const governor = new Governor({ ...defaultBudgetOptions, authProbeIntervalMs: 1000 })
+    const first = governor.decide(demandOf("GET /wallet", "reconcile"), 0)
+    if (first._tag !== "Admit") throw new Error("admitted")
+    governor.settle(first.ticket, answered(1, 1200, new ApiKeyInvalid({ endpoint: "/wallet" }), 401), 10)
+    expect(governor.keyHealth(500).authInvalid).toBe(true)
+    const probe = governor.decide(demandOf("GET /wallet", "reconcile"), 1100)
+    if (probe._tag !== "Admit") throw new Error("the probe goes out")
+    governor.settle(probe.ticket, answered(2, 1200, new AuthBlocked({ endpoint: "/wallet", code: null, retryAfter: 5 })), 1200)
+    expect(governor.keyHealth(1300)).toMatchObject({ authInvalid: true, authBlockedForMs: 4900 })
+    const next = governor.decide(demandOf("GET /wallet", "reconcile"), 6300)
+    if (next._tag !== "Admit") throw new Error(`admitted after the block: ${next._tag}`)
+    governor.settle(next.ticket, answered(3, 1200), 6400)
+    expect(governor.keyHealth(6500)).toMatchObject({ authInvalid: false, authBlockedForMs: 0 })
+  })
+})
+
 describe("Budget service (TestClock)", () => {
   it.scoped("admits waiters by priority when the next window opens", () =>
     Effect.gen(function* () {
