@@ -178,14 +178,9 @@ export const checkAgainstVenue = (config: Config, instances: ReadonlyArray<Resol
       }
     }
     const wallet = yield* svc.spotWallet()
-    const probe = yield* Effect.either(svc.cancel(SCOPE_PROBE_ORDER_ID))
-    if (probe._tag === "Left") {
-      if (probe.left._tag === "ApiKeyNotPermitted") {
-        problems.push(`the API key may not trade (it lacks ${probe.left.requiredScope ?? "spot.trade"}) and ${config.mode} mode places orders: create a key with Read and Trade permission on the website`)
-      } else if (probe.left._tag !== "RequestInvalid") {
-        // An unknown order answers "fix the request" (404); anything else is the venue or the key failing now.
-        return yield* Effect.fail(probe.left)
-      }
+    const missingScope = yield* svc.missingTradeScope(SCOPE_PROBE_ORDER_ID)
+    if (missingScope !== undefined) {
+      problems.push(`the API key may not trade (it lacks ${missingScope}) and ${config.mode} mode places orders: create a key with Read and Trade permission on the website`)
     }
     const owned = new Map(wallet.map((row) => [row.asset, row.balance.plus(row.locked)]))
     const allocated = new Map<string, { total: Decimal; by: Array<string> }>()

@@ -54,6 +54,7 @@ import {
   type PlacementRequest,
   type SvcError
 } from "./Errors.js"
+import { Scope as KeyScope } from "./ErrorCodes.js"
 import { ServerClock } from "./ServerClock.js"
 import { signRequest } from "./Signer.js"
 
@@ -136,6 +137,8 @@ interface Call<A> {
   readonly priority: Priority
   /** Reads a successful answer; `sentAtMs` is the server-clock time the answered attempt was sent. */
   readonly decode: (json: unknown, sentAtMs: number) => Either.Either<A, DecodeError>
+  /** A failure the caller asked for (a probe's answer): returned without a `request.failed` line. */
+  readonly expected?: (error: SvcError) => boolean
 }
 
 type Attempt =
@@ -397,7 +400,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
               yield* Effect.sleep(delayMs)
               continue
             }
-            yield* logFailure(failure)
+            if (call.expected?.(failure) !== true) yield* logFailure(failure)
             return yield* Effect.fail(failure)
           }
         })
@@ -535,6 +538,29 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         cancel: (clientOrderId: string): Effect.Effect<CancelAnswer, SvcError> =>
           notPlacement(run({ method: "POST", path: paths.cancelOrder, body: { clientOrderId }, kind: "cancel", priority: "cancel", decode: decodeCancel })),
 
+        /**
+         * Whether the key may trade, found without trading: a cancel of a clientOrderId no order
+         * has answers ORDER_NOT_FOUND to a key with Trade, and API_KEY_NOT_PERMITTED (naming the
+         * scope) to a key without. Succeeds with the missing scope, or undefined when it may trade.
+         */
+        missingTradeScope: (probeOrderId: string): Effect.Effect<string | undefined, SvcError> =>
+          notPlacement(
+            run({
+              method: "POST",
+              path: paths.cancelOrder,
+              body: { clientOrderId: probeOrderId },
+              kind: "cancel",
+              priority: "cancel",
+              decode: decodeCancel,
+              expected: (error) => error._tag === "ApiKeyNotPermitted" || (error._tag === "RequestInvalid" && error.status === 404)
+            })
+          ).pipe(
+            Effect.as(undefined),
+            Effect.catchIf(
+              (error) => error._tag === "ApiKeyNotPermitted" || (error._tag === "RequestInvalid" && error.status === 404),
+              (error) => Effect.succeed(error._tag === "ApiKeyNotPermitted" ? (error.requiredScope ?? KeyScope.spotTrade) : undefined)
+            )
+          ),
         budgetSnapshot: budget.snapshot,
         /** Whether the key works and the venue answers, as the last answers showed (for health). */
         keyHealth: budget.keyHealth,

@@ -149,6 +149,15 @@ describe("SvcClient: decoding", () => {
     expect(row("USDT").balance.plus(row("USDT").locked).toFixed()).toBe("1000")
   })
 
+  it("finds whether a key may trade without trading, and logs no failure for the probe", async () => {
+    const before = events("request.failed").length
+    expect(await s.run(Effect.flatMap(client, (c) => c.missingTradeScope("svcbot-scope-check")))).toBeUndefined()
+    const readOnly = { apiKey: Redacted.make(devReadKey.keyId), apiSecret: Redacted.make(devReadKey.secret) }
+    expect(await s.run(Effect.flatMap(client, (c) => c.missingTradeScope("svcbot-scope-check")), readOnly)).toBe("spot.trade")
+    expect(events("request.failed").length).toBe(before)
+    expect((await s.venue.admin("GET", `/_venue/orders?uid=${s.venue.uid}`)).orders).toEqual([])
+  })
+
   it("decodes every read endpoint, keeping fields the Dialect does not name", async () => {
     const result = await s.run(
       Effect.gen(function* () {
