@@ -5,7 +5,7 @@
  * disagrees with the service; the tracker, fill sync and periodic reconcile run
  * as scoped fibers, and closing the scope shuts down gracefully.
  */
-import { Clock, Effect, Layer, type Scope, type Stream } from "effect"
+import { Clock, Effect, Fiber, Layer, type Scope, type Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
 import { logEvent } from "../log/Logger.js"
@@ -89,9 +89,11 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       )
     })
     // Registered before the startup reconcile: a stop that comes while it runs (or waits on the
-    // budget) still cancels what the journal knows and syncs the fills. Finalizers run
-    // uninterruptibly, where a timeout could not cut a phase short: the stop's phases must be.
-    yield* Effect.addFinalizer(() => Effect.interruptible(stop))
+    // budget) still cancels what the journal knows and syncs the fills. A finalizer runs
+    // uninterruptibly, where no timeout could cut a phase short, and often on a fiber that is
+    // being interrupted, where an interruptible region would end at once: so the stop runs on a
+    // fiber of its own, interruptibly, and the finalizer waits for it.
+    yield* Effect.addFinalizer(() => Effect.flatMap(Effect.forkDaemon(Effect.interruptible(stop)), Fiber.join))
 
     // A venue that is down or refusing at start is waited out: the stop above still works meanwhile.
     const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message))

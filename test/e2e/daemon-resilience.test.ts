@@ -88,6 +88,7 @@ describe("svcbot run waits out what passes by itself", () => {
     await proxy.start()
     await waitForEvent(run, "config.loaded", 60_000)
     await healthUntil(healthUrl, "ready", (status) => status === 200)
+    await waitForEvent(run, "order.accepted", 60_000)
     await stopCleanly(run, venue)
     // What the budget learned is kept for the next start on this key.
     const weights = query<{ endpoint: string; weight: number }>(dbPath, "SELECT endpoint, weight FROM budget_weights")
@@ -100,6 +101,7 @@ describe("svcbot run waits out what passes by itself", () => {
     const { run } = await start(venue.url, venue)
     await waitForEvent(run, "startup.waiting", 60_000, (e) => String(e.reason).includes("server errors"))
     await waitForEvent(run, "config.loaded", 90_000)
+    await waitForEvent(run, "order.accepted", 60_000)
     await stopCleanly(run, venue)
   }, 150_000)
 
