@@ -42,7 +42,9 @@ export const VenueConfig = Schema.Struct({
   tape: Schema.optionalWith(Schema.String, { default: () => "synthetic:42", exact: true }),
   /** How often the embedded venue's tape moves. */
   tickMs: Schema.optionalWith(Millis("the tape step", 10, 60000), { default: () => 1000, exact: true }),
-  settleMs: Schema.optionalWith(Millis("the settlement delay", 0, 60000), { default: () => 50, exact: true })
+  settleMs: Schema.optionalWith(Millis("the settlement delay", 0, 60000), { default: () => 50, exact: true }),
+  /** A staging run: live mode may trade on a svc-venue (which it refuses otherwise, as that is paper). */
+  staging: Schema.optionalWith(Schema.Boolean, { default: () => false, exact: true })
 })
 
 export const ClientConfig = Schema.Struct({
@@ -118,7 +120,7 @@ const PartialDialect = Schema.Struct({
 
 export const Config = Schema.Struct({
   mode: Schema.optionalWith(Mode, { default: () => "paper" as const, exact: true }),
-  venue: Schema.optionalWith(VenueConfig, { default: () => ({ embedded: true, tape: "synthetic:42", tickMs: 1000, settleMs: 50 }), exact: true }),
+  venue: Schema.optionalWith(VenueConfig, { default: () => ({ embedded: true, tape: "synthetic:42", tickMs: 1000, settleMs: 50, staging: false }), exact: true }),
   dialect: Schema.optionalWith(PartialDialect, { default: () => ({}), exact: true }),
   client: Schema.optionalWith(ClientConfig, { default: () => ({ requestTimeoutMs: 10000, reservePct: 10, authProbeIntervalMs: 300000 }), exact: true }),
   database: Schema.optionalWith(Schema.Struct({ path: Schema.NonEmptyString }), { default: () => ({ path: "data/svcbot.db" }), exact: true }),

@@ -21,6 +21,7 @@ import { SvcClient } from "../svc/SvcClient.js"
 import { loadBudgetWeights, saveBudgetWeights } from "../store/BudgetWeights.js"
 import { Database } from "../store/Database.js"
 import { waitOutTransients } from "../svc/Transients.js"
+import { isSvcVenue, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
 import { devTradeKey } from "../venue/Accounts.js"
 import { parseTapeFlag } from "../venue/cli.js"
 import { serveVenue } from "../venue/Server.js"
@@ -146,6 +147,17 @@ export const explainKeyFailure = (error: SvcError, baseUrl: string): string => {
     CircuitOpen: "the exchange refused the key (API_KEY_INVALID): create a new key on the website; it is probed again once per client.authProbeIntervalMs"
   }
   return fix[error._tag] ?? `the key check failed: ${error.message}`
+}
+
+/** Why the mode may not trade on the venue at `baseUrl`, or undefined when it may. */
+export const venueRefusal = (config: Config, baseUrl: string, implementation: string | undefined): string | undefined => {
+  if (config.mode === "paper" && !isSvcVenue(implementation)) {
+    return `paper mode trades only on svc-venue, and ${baseUrl} does not identify as svc-venue (no ${VENUE_IMPLEMENTATION_HEADER} header): point venue.baseUrl at a svc-venue, or set venue.embedded to true`
+  }
+  if (config.mode === "live" && isSvcVenue(implementation) && !config.venue.staging) {
+    return `live mode refuses ${baseUrl}: it is ${implementation}, a paper venue; set venue.staging to true if this is a staging run against it`
+  }
+  return undefined
 }
 
 /** A non-transient failure at start-up: a key without the needed scope is a configuration problem. */
@@ -434,6 +446,14 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const svc = yield* SvcClient
       yield* health.check(venueHealth(svc, config.health.unreachableAfterMs))
       yield* Effect.forkScoped(watchVenue(svc, config.health.unreachableAfterMs))
+      // Paper trades only on svc-venue and live never does, unless staging: decided from a public
+      // read, before one signed request reaches the server.
+      const implementation = yield* svc.venueImplementation().pipe(
+        waitOutTransients("venue check", (error) => explainKeyFailure(error, baseUrl)),
+        Effect.mapError((error) => startupFailure(error, baseUrl))
+      )
+      const wrongVenue = venueRefusal(config, baseUrl, implementation)
+      if (wrongVenue !== undefined) return yield* new StartupError({ message: wrongVenue, exitCode: 2 })
       // Reachability, clock, permissions and the config against the venue, before anything is written.
       const problems = yield* checkAgainstVenue(config, instances).pipe(
         waitOutTransients("key check", (error) => explainKeyFailure(error, baseUrl)),

@@ -54,6 +54,7 @@ import {
   type PlacementRequest,
   type SvcError
 } from "./Errors.js"
+import { VENUE_IMPLEMENTATION_HEADER } from "./VenueIdentity.js"
 import { Scope as KeyScope } from "./ErrorCodes.js"
 import { ServerClock } from "./ServerClock.js"
 import { signRequest } from "./Signer.js"
@@ -136,7 +137,7 @@ interface Call<A> {
   readonly orderType?: PlacementRequest["type"]
   readonly priority: Priority
   /** Reads a successful answer; `sentAtMs` is the server-clock time the answered attempt was sent. */
-  readonly decode: (json: unknown, sentAtMs: number) => Either.Either<A, DecodeError>
+  readonly decode: (json: unknown, sentAtMs: number, header: (name: string) => string | undefined) => Either.Either<A, DecodeError>
   /** A failure the caller asked for (a probe's answer): returned without a `request.failed` line. */
   readonly expected?: (error: SvcError) => boolean
 }
@@ -150,6 +151,7 @@ type Attempt =
       readonly sentAtMs: number
       readonly sentAtLocalMs: number
       readonly receivedAtLocalMs: number
+      readonly header: (name: string) => string | undefined
     }
   | { readonly _tag: "Lost"; readonly reason: "timeout" | "connection"; readonly neverSent: boolean; readonly detail: string; readonly sentAtMs: number }
 
@@ -344,7 +346,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           const error =
             status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
           if (ticket !== undefined) yield* budget.settle(ticket, { _tag: "Answered", status, header, error })
-          return { _tag: "Answered", status, json, error, sentAtMs, sentAtLocalMs, receivedAtLocalMs } as const
+          return { _tag: "Answered", status, json, error, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header } as const
         })
 
       const backoff = (retryNumber: number): Effect.Effect<number> =>
@@ -374,7 +376,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
               if (call.kind === "placement" && !outcome.neverSent) return yield* Effect.fail(unknownPlacement(call, outcome.reason, outcome.detail, outcome.sentAtMs))
               failure = new NetworkError({ endpoint: call.path, reason: outcome.reason, detail: outcome.detail })
             } else if (outcome.error === undefined) {
-              const decoded = call.decode(outcome.json, outcome.sentAtMs)
+              const decoded = call.decode(outcome.json, outcome.sentAtMs, outcome.header)
               if (Either.isRight(decoded)) return decoded.right
               if (call.kind === "placement") {
                 return yield* Effect.fail(unknownPlacement(call, "unreadable-answer", `HTTP ${outcome.status}: ${decoded.left.message}`, outcome.sentAtMs))
@@ -474,6 +476,12 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         ])
 
       return {
+        /**
+         * What implementation answers at the base URL, from the header svc-venue puts on every
+         * answer (undefined for any other server). A public read: nothing signed is sent.
+         */
+        venueImplementation: (): Effect.Effect<string | undefined, SvcError> =>
+          publicRead(paths.exchangeInfo, (json, _sentAtMs, header) => Either.map(decodeExchangeInfo(json), () => header(VENUE_IMPLEMENTATION_HEADER)), [["symbol", undefined]]),
         exchangeInfo: (symbol?: string): Effect.Effect<ReadonlyArray<Pair>, SvcError> =>
           Effect.map(publicRead(paths.exchangeInfo, decodeExchangeInfo, [["symbol", symbol]]), (answer) => answer.pairs),
         ticker: (symbol: string): Effect.Effect<Ticker, SvcError> => publicRead(paths.ticker, decodeTicker, [["symbol", symbol]]),

@@ -15,6 +15,7 @@ import { devAccounts, type AccountsFile } from "./Accounts.js"
 import type { FaultProfile } from "./Faults.js"
 import type { TapeSource } from "./Tape.js"
 import type { VenueAnswer } from "./Answers.js"
+import { VENUE_IMPLEMENTATION, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
 import { MAX_BODY_BYTES, Venue } from "./Venue.js"
 
 export class VenueStartError extends Data.TaggedError("VenueStartError")<{ readonly message: string; readonly cause?: unknown }> {}
@@ -96,6 +97,7 @@ const write = (request: HttpServerRequest.HttpServerRequest, incoming: IncomingM
     return Effect.interrupt
   }
   result.headers["content-length"] = String(Buffer.byteLength(result.body))
+  result.headers[VENUE_IMPLEMENTATION_HEADER] = VENUE_IMPLEMENTATION
   NodeHttpServerRequest.toServerResponse(request).writeHead(result.status, result.headers).end(result.body)
   return Effect.succeed(WRITTEN)
 }
