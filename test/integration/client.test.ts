@@ -151,11 +151,12 @@ describe("SvcClient: decoding", () => {
 
   it("finds whether a key may trade without trading, and logs no failure for the probe", async () => {
     const before = events("request.failed").length
+    const ordersBefore = (await s.venue.admin("GET", `/_venue/orders?uid=${s.venue.uid}`)).orders.length
     expect(await s.run(Effect.flatMap(client, (c) => c.missingTradeScope("svcbot-scope-check")))).toBeUndefined()
     const readOnly = { apiKey: Redacted.make(devReadKey.keyId), apiSecret: Redacted.make(devReadKey.secret) }
     expect(await s.run(Effect.flatMap(client, (c) => c.missingTradeScope("svcbot-scope-check")), readOnly)).toBe("spot.trade")
     expect(events("request.failed").length).toBe(before)
-    expect((await s.venue.admin("GET", `/_venue/orders?uid=${s.venue.uid}`)).orders).toEqual([])
+    expect((await s.venue.admin("GET", `/_venue/orders?uid=${s.venue.uid}`)).orders.length).toBe(ordersBefore)
   })
 
   it("decodes every read endpoint, keeping fields the Dialect does not name", async () => {
