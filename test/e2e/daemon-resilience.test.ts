@@ -80,7 +80,7 @@ describe("svcbot run waits out what passes by itself", () => {
     cleanups.push(() => proxy.stop())
     await proxy.stop()
     const { run, dbPath, healthUrl } = await start(proxy.url, venue)
-    const waiting = await waitForEvent(run, "startup.waiting", 60_000, (e) => e.phase === "key check")
+    const waiting = await waitForEvent(run, "startup.waiting", 60_000, (e) => e.phase === "venue check")
     expect(String(waiting.reason)).toContain(`cannot reach ${proxy.url}`)
     const notReady = await healthUntil(healthUrl, "health naming the wait", (status, body) => status === 503 && body.includes("cannot reach"))
     expect(JSON.parse(notReady.body).status).toBe("starting")
