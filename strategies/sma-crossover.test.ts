@@ -84,6 +84,36 @@ describe("sma-crossover", () => {
     expect(sold.intents[0]).toMatchObject({ type: "market", side: "sell" })
   })
 
+  it("never cancels a pending market entry: a death cross waits for it, and sells what it filled", () => {
+    const view = viewOf({ params: marketParams, balances: { USDT: "1000" } })
+    const { state, intents } = feed(smaCrossover.init(marketParams, view), ["10000", "9000", "8000", "12000"], view)
+    const entry = intents[0]!
+    expect(entry).toMatchObject({ type: "market", side: "buy" })
+    const pending = viewOf({ params: marketParams, balances: { USDT: "900" }, openOrders: [openOrderOf(entry, "pending")], lastPrices: { BTCUSDT: "5000" } })
+    const down = feed(state, ["13000", "5000", "4000"], pending)
+    expect(down.intents).toEqual([])
+    const filled = viewOf({ params: marketParams, balances: { USDT: "900", BTC: "0.01" }, lastPrices: { BTCUSDT: "4000" } })
+    const bought = smaCrossover.onFill!(down.state, fill(entry.tag, "buy", "10000", "0.01"), filled).state
+    const sold = smaCrossover.onOrderUpdate!(bought, update(entry.tag, "fill", "0.01"), filled)
+    expect(sold.intents).toHaveLength(1)
+    expect(sold.intents[0]).toMatchObject({ type: "market", side: "sell" })
+  })
+
+  it("warm-up candles feed the averages only: a crossing in the history records no entry, the next live one trades", () => {
+    const view = viewOf({ params: marketParams, balances: { USDT: "1000" } })
+    let state = smaCrossover.init(marketParams, view)
+    for (const close of ["10", "9", "8", "12", "13"]) {
+      const step = smaCrossover.onCandle!(state, { ...candle(close), warmup: true }, view)
+      expect(step.intents).toEqual([])
+      state = step.state
+    }
+    expect(state.trend).toBe(1)
+    expect(state.entryTag).toBeNull()
+    const live = feed(state, ["5", "4", "20"], view)
+    expect(live.intents).toHaveLength(1)
+    expect(live.intents[0]).toMatchObject({ type: "market", side: "buy" })
+  })
+
   it("retries a rejected exit on the next candle, once", () => {
     const view = viewOf({ params: marketParams, balances: { USDT: "1000", BTC: "0.01" } })
     let { state, intents } = feed(smaCrossover.init(marketParams, view), ["10000", "9000", "8000", "12000"], view)

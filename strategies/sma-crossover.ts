@@ -87,9 +87,10 @@ const exit = (state: State, price: Decimal, view: View): HandlerResult<State> =>
   state.exitDue = false
   if (state.exitTag !== null) return result(state)
   if (state.entryTag !== null) {
-    // A resting limit entry is cancelled first; the exit follows its final update.
+    // The exit follows the entry's final update. A limit entry is cancelled first; a market entry
+    // cannot be (it fills or is rejected whole, and a fill it brings is sold then).
     state.exitDue = true
-    if (state.entryCancelSent) return result(state)
+    if (state.entryCancelSent || view.openOrders.get(state.entryTag)?.type === "market") return result(state)
     state.entryCancelSent = true
     return result(state, [{ type: "cancel", tag: state.entryTag }])
   }
@@ -142,6 +143,12 @@ export default defineStrategy<Params, State>({
     const fast = smaValue(state.fast)
     const slow = smaValue(state.slow)
     const trend = fast > slow ? 1 : fast < slow ? -1 : state.trend
+    // History feeds the averages only: the host drops what a warm-up candle emits, so nothing
+    // may be recorded as entered or exited for it; the first live reading is not a crossing.
+    if (candle.warmup === true) {
+      state.trend = trend
+      return result(state)
+    }
     if (trend === state.trend) return state.exitDue ? exit(state, candle.close, view) : result(state)
     const previous = state.trend
     state.trend = trend

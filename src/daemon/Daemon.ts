@@ -316,12 +316,16 @@ const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<string, Run
     }
   })
 
-/** The engine as the strategy host sees it; risk refusals go back to the strategy as order updates. */
+/**
+ * The engine as the strategy host sees it; refused placements go back to the strategy as order
+ * updates. A refused cancel does not: its tag names an order that is still what it was (the
+ * backtest answers nothing either).
+ */
 export const tradingPort = (engine: EngineModule.Engine): TradingPort => ({
   submit: (strategyId, intents, outboxIds) =>
     Effect.map(engine.submit(strategyId, intents, outboxIds), (results) =>
-      results.flatMap((outcome): Array<OrderUpdateEvent> =>
-        outcome._tag === "Refused" ? [{ tag: outcome.tag, kind: "refused", code: outcome.reason, filledBaseQty: ZERO }] : []
+      results.flatMap((outcome, i): Array<OrderUpdateEvent> =>
+        outcome._tag === "Refused" && intents[i]?.type !== "cancel" ? [{ tag: outcome.tag, kind: "refused", code: outcome.reason, filledBaseQty: ZERO }] : []
       )
     ),
   accountView: (strategyId): Effect.Effect<AccountView> =>

@@ -75,7 +75,8 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       }
       if (settings.cancelOnStop) {
         const cancelsBy = by(0.8)
-        const open = yield* strategyOrders(undefined)
+        // Market orders are left to finish: the venue fills or rejects them whole.
+        const open = (yield* strategyOrders(undefined)).filter((o) => o.type !== "market")
         for (const row of open) yield* journal.update(row.orderId, { cancelRequested: true }, yield* Clock.currentTimeMillis)
         yield* Effect.forEach(open, execution.sendCancel, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
         while ((yield* strategyOrders(undefined)).some((o) => o.clientOrderId !== null) && (yield* before(cancelsBy))) {

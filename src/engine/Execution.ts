@@ -27,7 +27,7 @@ export type SubmitResult =
       readonly _tag: "Refused"
       readonly intentId: string
       readonly tag: string
-      readonly reason: RefusalReason | "unknown-tag" | "already-final"
+      readonly reason: RefusalReason | "unknown-tag" | "already-final" | "market-order"
       readonly detail: string
     }
 
@@ -154,7 +154,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
 
     const sendCancel = (row: OrderRow) =>
       Effect.gen(function* () {
-        if (row.clientOrderId === null || cancelsSent.has(row.orderId)) return
+        // A market order is matched or rejected whole by the venue; a cancel can only be refused.
+        if (row.clientOrderId === null || row.type === "market" || cancelsSent.has(row.orderId)) return
         cancelsSent.add(row.orderId)
         yield* client.cancel(row.clientOrderId).pipe(
           Effect.tap(() =>
@@ -327,7 +328,9 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             ? ({ reason: "unknown-tag", detail: `the strategy has no order tagged ${tag}` } as const)
             : isTerminal(order.state)
               ? ({ reason: "already-final", detail: `the order tagged ${tag} is already ${order.state}` } as const)
-              : undefined
+              : order.type === "market"
+                ? ({ reason: "market-order", detail: `the order tagged ${tag} is a market order: it fills or is rejected as a whole, and cannot be cancelled` } as const)
+                : undefined
         const intentId = yield* journal.journalIntent({
           strategyId,
           tag,

@@ -165,6 +165,14 @@ export const runInstance = (
 
     let savedState = stored?.state
     let savedCandle = lastCandle
+    /** Intents returned for warm-up candles, dropped; reported once, when the live events begin. */
+    let warmupDropped = 0
+    const reportWarmup = Effect.suspend(() => {
+      if (warmupDropped <= 0) return Effect.void
+      const dropped = warmupDropped
+      warmupDropped = -1
+      return logEvent("strategy.warmup", { strategy: spec.id, dropped, action: "intents emitted on warm-up candles were dropped: history feeds indicators only" })
+    })
     const handle = (event: HostEvent) =>
       Effect.gen(function* () {
         if ((yield* Ref.get(paused)) !== undefined) return
@@ -185,6 +193,12 @@ export const runInstance = (
         }
         if (event._tag === "Candle") lastCandle = event.event.openTime
         if (outcome === undefined || encoded === undefined) return
+        if (event._tag === "Candle" && event.event.warmup === true) {
+          if (outcome.intents.length > 0 && warmupDropped >= 0) warmupDropped += outcome.intents.length
+          outcome = { state: outcome.state, intents: [] }
+        } else {
+          yield* reportWarmup
+        }
         state = outcome.state
         // Most market data leaves the state as it was and emits nothing: that costs no write (each write is an fsync).
         const changed = encoded !== savedState || (event._tag === "Candle" && lastCandle !== savedCandle)

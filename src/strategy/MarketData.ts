@@ -76,7 +76,11 @@ export const runMarketData = (
           const fresh = seen === undefined ? closed : closed.filter((candle) => candle.openTime > seen)
           if (fresh.length === 0) continue
           yield* beforeCandles(instance)
-          for (const candle of fresh) yield* instance.deliver({ _tag: "Candle", event: { symbol, interval, ...candle } })
+          // An instance that never had a candle gets history first: all but the newest only warm its indicators up.
+          const history = seen === undefined ? fresh.length - 1 : 0
+          for (const [i, candle] of fresh.entries()) {
+            yield* instance.deliver({ _tag: "Candle", event: i < history ? { symbol, interval, ...candle, warmup: true } : { symbol, interval, ...candle } })
+          }
         }
       })
       yield* Effect.forkScoped(

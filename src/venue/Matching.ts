@@ -448,6 +448,10 @@ export class MatchingEngine {
     if (order.kind === "fill" || order.kind === "rejected") {
       return refuse(409, RefusalCode.orderNotOpen, `the order is already ${order.kind === "fill" ? "filled" : "rejected"}`, "clientOrderId", order.kind)
     }
+    // A market order fills within its slippage bound or is rejected whole at settlement: it is never open to cancel.
+    if (order.type === "market") {
+      return refuse(409, RefusalCode.orderNotOpen, "a market order fills or is rejected as a whole; it cannot be cancelled", "clientOrderId", "market")
+    }
     this.release(order)
     order.kind = "cancelled"
     order.updatedAt = nowMs

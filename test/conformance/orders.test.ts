@@ -193,6 +193,19 @@ describe("Orders", () => {
     expect((await v.signed("GET", "/api/spot/open-orders", undefined, a.sign)).json).toEqual([])
   })
 
+  it("a market order is never cancelled: pending or settled, a cancel answers 409 ORDER_NOT_OPEN and the order is matched whole", async () => {
+    await price("BTCUSDT", "60000")
+    const a = await account({ USDT: "1000" })
+    const id = await a.place("/api/spot/market", { symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("100"), maxSlippageBps: 100 })
+    const pending = await v.signed("POST", "/api/spot/cancel", { clientOrderId: id }, a.sign)
+    expect(pending.status).toBe(409)
+    expect(pending.json).toMatchObject({ ok: false, code: "ORDER_NOT_OPEN" })
+    await a.settled(id)
+    const status = await v.signed("GET", `/api/spot/order?clientOrderId=${id}`, undefined, a.sign)
+    expect(status.json).toMatchObject({ clientOrderId: id, kind: "fill" })
+    expect((await v.signed("POST", "/api/spot/cancel", { clientOrderId: id }, a.sign)).status).toBe(409)
+  })
+
   it.each([
     ["frozen", "ACCOUNT_FROZEN"],
     ["geo-restricted", "GEO_RESTRICTED_IP"],

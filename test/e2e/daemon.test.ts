@@ -94,6 +94,24 @@ describe("the README's front door", () => {
   })
 })
 
+describe("svcbot run feeds history to indicators only", () => {
+  it("intents returned for warm-up candles are dropped with one strategy.warmup event, and none is journaled", async () => {
+    const dir = tempDir()
+    const dbPath = join(dir, "svcbot.db")
+    const plugin = join(ROOT, "test/e2e/fixtures/buys-every-candle.ts")
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ database: { path: dbPath }, strategies: [{ id: "eager", strategy: plugin, symbol: "BTCUSDT", pollMs: 500 }] }))
+    const run = svcbot(["run", "--config", join(dir, "config.json"), "--for", "6s"])
+    expect(await run.exit, run.stderr.join("")).toBe(0)
+    const warmups = events(run).filter((e) => e.event === "strategy.warmup")
+    expect(warmups).toHaveLength(1)
+    expect(Number(warmups[0]!.dropped)).toBeGreaterThan(10)
+    const journaled = query<{ tag: string }>(dbPath, "SELECT tag FROM intents WHERE strategy_id = 'eager'")
+    console.log(`warm-up: ${String(warmups[0]!.dropped)} intents dropped, ${journaled.length} journaled from live candles`)
+    // Only the newest candle of the first delivery is live, and at most one more closes in 6 s.
+    expect(journaled.length).toBeLessThanOrEqual(2)
+  })
+})
+
 describe("svcbot run refuses to start on bad input, writing nothing", () => {
   const refuse = async (config: unknown, env: Record<string, string> = {}) => {
     const dir = tempDir()

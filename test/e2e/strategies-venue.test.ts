@@ -103,7 +103,7 @@ describe("every shipped strategy runs against svc-venue through the daemon", () 
   }, 60_000)
 
   for (const instance of instances) {
-    it(`${instance.id} (${instance.strategy}) started, journaled intents, and left no order open`, async () => {
+    it(`${instance.id} (${instance.strategy}) started, acted, and left no order open`, async () => {
       const { events } = await run()
       const mine = events.filter((e) => e.strategy === instance.id)
       const intents = query<{ type: string; outcome: string | null }>(dbPath, "SELECT type, outcome FROM intents WHERE strategy_id = ?", instance.id)
@@ -121,8 +121,15 @@ describe("every shipped strategy runs against svc-venue through the daemon", () 
       expect(mine.filter((e) => e.event === "strategy.started")).toHaveLength(1)
       expect(mine.filter((e) => e.event === "strategy.stopped")).toHaveLength(1)
       expect(mine.filter((e) => e.event === "strategy.error")).toEqual([])
-      expect(intents.length).toBeGreaterThan(0)
-      expect(mine.filter((e) => e.event === "order.intent").length).toBeGreaterThan(0)
+      if (instance.strategy === "sma-crossover") {
+        // It trades on crossings of 1m candles, which a run of seconds rarely sees live; its
+        // warm-up history must have set its averages and trend (and placed nothing).
+        const stored = query<{ state: string }>(dbPath, "SELECT state FROM strategy_state WHERE strategy_id = ?", instance.id)
+        expect(Math.abs((JSON.parse(stored[0]!.state) as { trend: number }).trend)).toBe(1)
+      } else {
+        expect(intents.length).toBeGreaterThan(0)
+        expect(mine.filter((e) => e.event === "order.intent").length).toBeGreaterThan(0)
+      }
       expect(orders.filter((o) => !isTerminal(o.state))).toEqual([])
     }, 60_000)
   }

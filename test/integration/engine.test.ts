@@ -6,6 +6,7 @@ import { Engine } from "../../src/engine/Engine.js"
 import type { EngineEvent, OrderUpdate } from "../../src/engine/EngineBus.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
+import { query } from "../support/daemon.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 import { eventually, isFinished, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
 
@@ -58,6 +59,23 @@ const venueOrders = async (venue: TestVenue) => (await venue.admin("GET", `/_ven
 const venueFills = async (venue: TestVenue) => (await venue.admin("GET", `/_venue/fills?uid=${venue.uid}`)).fills as Array<Record<string, unknown>>
 
 describe("engine against svc-venue", () => {
+  it("refuses to cancel a market order, sends no cancel, and the venue matches the order whole", async () => {
+    // The cancel comes in the same batch, while the market order is still being placed.
+    const { venue, engine, db } = await setup()
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+    const market: Intent = { type: "market", tag: "m-1", symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("100"), maxSlippageBps: 100 }
+    const [placed, cancel] = await engine.run(Effect.flatMap(Engine, (e) => e.submit("s-market", [market, { type: "cancel", tag: "m-1" }])))
+    expect(placed).toMatchObject({ _tag: "Approved" })
+    expect(cancel).toMatchObject({ _tag: "Refused", reason: "market-order" })
+    const row = await engine.run(eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.latestByTag("s-market", "m-1")), (o) => (isFinished(o) ? o : undefined)), "the market order to finish"))
+    expect(row.state).toBe("fill")
+    expect(row.cancelRequested).toBe(false)
+    const onVenue = (await venueOrders(venue)).find((o) => o.clientOrderId === row.clientOrderId)
+    expect(onVenue?.kind).toBe("fill")
+    const refusedCancel = query<{ outcome: string }>(db.path, "SELECT outcome FROM intents WHERE type = 'cancel'")
+    expect(refusedCancel).toEqual([{ outcome: "refused" }])
+  })
+
   it("limit, market and stop-limit orders each reach their terminal kind; fills land in the ledger", async () => {
     const { venue, engine } = await setup()
     const { finished, seen } = await engine.run(
