@@ -103,6 +103,8 @@ export interface StatusReport {
     readonly backfillDone: boolean
     /** Placements whose outcome is not known yet (sent, answer lost). */
     readonly inDoubt: number
+    /** Orders the venue no longer knows, not yet acknowledged (`svcbot ack-lost`). */
+    readonly lostUnacknowledged: ReadonlyArray<string>
     readonly lastOutcome: { readonly at: string; readonly clientOrderId: string | null; readonly outcome: string; readonly detail: string | null } | null
     readonly outcomes: { readonly adopted: number; readonly notPlaced: number; readonly external: number }
     readonly note: string
@@ -289,6 +291,9 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       newestFillTime: iso(sync?.high_water_time ?? null),
       backfillDone: sync?.backfill_done === 1,
       inDoubt: count(`SELECT count(*) AS n FROM orders WHERE state IN ('submitting', 'unknown')`),
+      lostUnacknowledged: (db.prepare("SELECT client_order_id FROM orders WHERE state = 'lost' AND acknowledged_at IS NULL ORDER BY order_id").all() as Array<{ client_order_id: string }>).map(
+        (row) => row.client_order_id
+      ),
       lastOutcome:
         last === undefined ? null : { at: iso(last.at)!, clientOrderId: last.client_order_id, outcome: outcomeOf(last.to_state, last.origin), detail: last.detail },
       outcomes: {
@@ -368,6 +373,7 @@ export const renderStatus = (report: StatusReport): string => {
     "Reconciliation",
     `  last fill sync     ${recon.lastFillSync ?? "never"} (newest fill ${recon.newestFillTime ?? "-"}${recon.backfillDone ? "" : ", history backfill not finished"})`,
     `  in doubt now       ${recon.inDoubt} placement(s) sent whose outcome is not known yet`,
+    `  lost              ${recon.lostUnacknowledged.length === 0 ? "none" : `${recon.lostUnacknowledged.join(", ")}: the venue no longer knows them; check, then \`svcbot ack-lost\``}`,
     `  outcomes so far    adopted ${recon.outcomes.adopted}, not placed ${recon.outcomes.notPlaced}, external ${recon.outcomes.external}`,
     `  last outcome       ${recon.lastOutcome === null ? "none" : `${recon.lastOutcome.at} ${recon.lastOutcome.outcome} ${recon.lastOutcome.clientOrderId ?? ""}`.trimEnd()}`,
     `  note               ${recon.note}`,
@@ -423,13 +429,20 @@ const options = {
   json: Options.boolean("json").pipe(Options.withDescription("print one JSON object"))
 }
 
-export const statusCommand = Command.make("status", options, (flags) =>
+/** The daemon's database a command reads or writes: `--db`, else the `--config`'s path, else $SVC_DATABASE_PATH, else the default. */
+export const daemonDatabase = (configFlag: Option.Option<string>, dbFlag: Option.Option<string>) =>
   Effect.gen(function* () {
     // Only a config named on the command line: the daemon's may not be the default one (compose runs config/compose.json).
-    const config = Option.isSome(flags.config)
-      ? yield* loadConfig(flags.config.value, process.env).pipe(Effect.mapError((error) => usageError(error.message)))
+    const config = Option.isSome(configFlag)
+      ? yield* loadConfig(configFlag.value, process.env).pipe(Effect.mapError((error) => usageError(error.message)))
       : undefined
-    const path = resolve(Option.getOrElse(flags.db, () => config?.database.path ?? (process.env.SVC_DATABASE_PATH || DEFAULT_DB)))
+    const path = resolve(Option.getOrElse(dbFlag, () => config?.database.path ?? (process.env.SVC_DATABASE_PATH || DEFAULT_DB)))
+    return { config, path }
+  })
+
+export const statusCommand = Command.make("status", options, (flags) =>
+  Effect.gen(function* () {
+    const { config, path } = yield* daemonDatabase(flags.config, flags.db)
     const report = yield* Effect.acquireUseRelease(
       openReadOnly(path),
       (db) => Effect.sync(() => readStatus(db, path, Date.now(), config)),

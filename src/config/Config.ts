@@ -78,6 +78,7 @@ export const BackpressureConfig = Schema.Struct({
 })
 export type BackpressureConfig = typeof BackpressureConfig.Type
 export const defaultBackpressure: BackpressureConfig = { refusalsBeforeBackoff: 3, initialBackoffMs: 1000, maxBackoffMs: 60000, refusalsBeforePause: 10 }
+export const DEFAULT_MAX_INTENTS_PER_MINUTE = 120
 
 export const EngineConfig = Schema.Struct({
   cancelOnStop: Schema.optionalWith(Schema.Boolean, { default: () => true, exact: true }),
@@ -104,7 +105,7 @@ export const StrategyInstanceConfig = Schema.Struct({
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true, exact: true }),
   /** Intents beyond this many in one minute are refused without a risk check. */
   maxIntentsPerMinute: Schema.optionalWith(fix(Schema.Int.pipe(Schema.between(1, 100000)), "must be an integer from 1 to 100000"), {
-    default: () => 120, exact: true
+    default: () => DEFAULT_MAX_INTENTS_PER_MINUTE, exact: true
   }),
   /** The assets and amounts this instance may trade with, e.g. { "USDT": "1000", "BTC": "0.01" }; checked against the account at start. */
   allocation: Schema.optional(Schema.Record({ key: fix(Schema.String.pipe(Schema.pattern(/^[A-Z0-9]{2,12}$/)), "must be an asset written in upper case, e.g. USDT"), value: PositiveDecimalFromString })),

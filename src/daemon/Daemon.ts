@@ -57,6 +57,7 @@ export interface ResolvedInstance {
   readonly schedule: string | undefined
   readonly candleInterval: string
   readonly pollMs: number
+  readonly maxIntentsPerMinute: number
 }
 
 /** Loads every enabled strategy and validates its params; all problems are reported together. */
@@ -87,7 +88,8 @@ export const resolveStrategies = (config: Config): Effect.Effect<ReadonlyArray<R
         symbol: instance.symbol,
         schedule: instance.schedule,
         candleInterval: instance.candleInterval,
-        pollMs: instance.pollMs
+        pollMs: instance.pollMs,
+        maxIntentsPerMinute: instance.maxIntentsPerMinute
       })
     }
     if (problems.length > 0) {
@@ -265,7 +267,8 @@ const UPDATE_KINDS: Partial<Record<OrderUpdate["state"], OrderUpdateKind>> = {
   rejected: "rejected",
   cancelled: "cancelled",
   refused: "refused",
-  not_placed: "not_placed"
+  not_placed: "not_placed",
+  lost: "lost"
 }
 
 /** How long a candle waits for the updates published before it to reach their instances. */
@@ -407,7 +410,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const port = tradingPort(engine)
       const prices = new Map<string, Decimal>()
       for (const instance of instances) {
-        const running = yield* runInstance(instance, port, () => prices, Date.now)
+        const running = yield* runInstance({ ...instance, backpressure: config.engine.backpressure }, port, () => prices, Date.now)
         byId.set(instance.id, running)
       }
       const market = yield* runMarketData(

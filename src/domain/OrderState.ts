@@ -6,6 +6,7 @@
  *   intent -> submitting -> accepted -> pending/resting -> fill | rejected(code) | cancelled
  *   submitting -> unknown -> accepted | not_placed
  *   submitting -> refused(code)
+ *   accepted/pending/resting -> lost (the service no longer knows the order)
  */
 import { Data, Either } from "effect"
 
@@ -20,7 +21,8 @@ export const ORDER_STATES = [
   "cancelled",
   "unknown",
   "not_placed",
-  "refused"
+  "refused",
+  "lost"
 ] as const
 export type OrderState = (typeof ORDER_STATES)[number]
 
@@ -40,7 +42,9 @@ export const ORDER_EVENTS = [
   "resting",
   "fill",
   "rejected",
-  "cancelled"
+  "cancelled",
+  /** The service answers ORDER_NOT_FOUND past the settle window and has the order in neither its open orders nor its fills. */
+  "vanish"
 ] as const
 export type OrderEvent = (typeof ORDER_EVENTS)[number]
 
@@ -49,7 +53,9 @@ const settlement = {
   resting: "resting",
   fill: "fill",
   rejected: "rejected",
-  cancelled: "cancelled"
+  cancelled: "cancelled",
+  // The service lost its state (a venue restarted empty): the order is gone without a final kind.
+  vanish: "lost"
 } as const
 
 const TABLE: { readonly [S in OrderState]: { readonly [E in OrderEvent]?: OrderState } } = {
@@ -63,7 +69,9 @@ const TABLE: { readonly [S in OrderState]: { readonly [E in OrderEvent]?: OrderS
     fill: "fill",
     cancelled: "cancelled",
     // A halt of the pair can reject an order that was already resting.
-    rejected: "rejected"
+    rejected: "rejected",
+    // The service lost its state while the order rested.
+    vanish: "lost"
   },
   // Reconciliation found the order in open orders, order status or fills.
   unknown: { accept: "accepted", proveAbsent: "not_placed" },
@@ -71,10 +79,12 @@ const TABLE: { readonly [S in OrderState]: { readonly [E in OrderEvent]?: OrderS
   rejected: {},
   cancelled: {},
   not_placed: {},
-  refused: {}
+  refused: {},
+  lost: {}
 }
 
-export const TERMINAL_STATES: ReadonlySet<OrderState> = new Set(["fill", "rejected", "cancelled", "not_placed", "refused"])
+/** States no poll changes any more (`lost` waits for an operator, not for the service). */
+export const TERMINAL_STATES: ReadonlySet<OrderState> = new Set(["fill", "rejected", "cancelled", "not_placed", "refused", "lost"])
 /** States in which the order may be on the service's book and is followed by the tracker. */
 export const LIVE_STATES: ReadonlySet<OrderState> = new Set(["accepted", "pending", "resting"])
 /** States in which the outcome of a placement is not known yet. */

@@ -148,7 +148,8 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       tagJournaled: (strategyId: string, tag: string) => journal.tagJournaled(strategyId, tag),
       /**
        * Why the engine cannot trade as it should right now: placements blocked by the account,
-       * kill switches on today. Each reason clears by itself when its cause does.
+       * kill switches on today, lost orders not yet acknowledged. Each reason clears when its
+       * cause does.
        */
       health: Effect.gen(function* () {
         const reasons: Array<string> = []
@@ -156,6 +157,14 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
         if (block !== undefined && block.code !== STOPPING) reasons.push(`placements blocked (${block.code}): ${block.fix}`)
         for (const strategyId of yield* execution.killSwitchesToday) {
           reasons.push(`${strategyId}: daily loss limit reached, new placements stopped until 00:00 UTC`)
+        }
+        const lost = yield* journal.lostUnacknowledged
+        if (lost.length > 0) {
+          const named = lost.slice(0, 5).map((o) => o.clientOrderId).join(", ")
+          reasons.push(
+            `${lost.length} order${lost.length === 1 ? "" : "s"} lost: the venue no longer knows ${named}${lost.length > 5 ? ", …" : ""}; ` +
+              "check them on the website, then acknowledge with `svcbot ack-lost`"
+          )
         }
         return reasons
       }),

@@ -47,7 +47,8 @@ const STATE_EVENTS: Partial<Record<OrderState, EventName>> = {
   resting: "order.status",
   fill: "order.filled",
   rejected: "order.rejected",
-  cancelled: "order.cancelled"
+  cancelled: "order.cancelled",
+  lost: "order.lost"
 }
 
 /** The account-status answers that stop new placements, with what the user must do. */

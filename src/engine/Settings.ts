@@ -44,6 +44,11 @@ export interface TrackerSettings {
   readonly batchThreshold: number
   /** Most status requests in flight at once. */
   readonly concurrency: number
+  /**
+   * An order the service answers ORDER_NOT_FOUND for this many polls in a row, past the settle
+   * window and absent from open orders and fills, is marked lost and polled no more.
+   */
+  readonly lostAfterProbes: number
 }
 
 export interface ReconcileSettings {
@@ -99,7 +104,8 @@ export const defaultTracker: TrackerSettings = {
   fastWindowMs: 3000,
   restingPollMs: 2000,
   batchThreshold: 5,
-  concurrency: 4
+  concurrency: 4,
+  lostAfterProbes: 3
 }
 
 export const defaultReconcile: ReconcileSettings = {

@@ -19,6 +19,8 @@ import { EngineBus } from "./EngineBus.js"
 import { Execution } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { EngineSettings } from "./Settings.js"
+import { FillLedger } from "../store/FillLedger.js"
+import { ErrorCode } from "../svc/ErrorCodes.js"
 
 const KNOWN_KINDS: ReadonlySet<string> = new Set(OrderKind.literals)
 
@@ -42,7 +44,9 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     const execution = yield* Execution
     const bus = yield* EngineBus
     const fillSync = yield* FillSync
-    const settings = (yield* EngineSettings).tracker
+    const ledger = yield* FillLedger
+    const allSettings = yield* EngineSettings
+    const settings = allSettings.tracker
     const lock = yield* Effect.makeSemaphore(1)
     const unknownKindsLogged = new Set<string>()
 
@@ -58,7 +62,8 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     const observe = (row: OrderRow, status: ObservedStatus, reschedule: Array<readonly [number, OrderPatch]>) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        const schedule = { nextPollAt: nextPoll(row, now), polls: row.polls + 1 }
+        // An answer ends a run of ORDER_NOT_FOUND probes.
+        const schedule = { nextPollAt: nextPoll(row, now), polls: row.polls + 1, ...(row.notFoundProbes > 0 ? { notFoundProbes: 0 } : {}) }
         if (!KNOWN_KINDS.has(status.kind)) {
           const key = `${row.orderId}:${status.kind}`
           if (!unknownKindsLogged.has(key)) {
@@ -92,6 +97,38 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         if (moved !== undefined && moved.cancelRequested && moved.terminalAt === null) yield* execution.sendCancel(moved)
       })
 
+    /**
+     * The service answered ORDER_NOT_FOUND for an order accepted longer ago than settlement
+     * takes. After `lostAfterProbes` such answers in a row, and only if its open orders and our
+     * fills do not know the order either, it is lost: reported once, and polled no more.
+     */
+    const probeMissing = (row: OrderRow, now: number, reschedule: Array<readonly [number, OrderPatch]>) =>
+      Effect.gen(function* () {
+        const probes = row.notFoundProbes + 1
+        const again: OrderPatch = { notFoundProbes: probes, nextPollAt: now + settings.restingPollMs }
+        if (probes < settings.lostAfterProbes) return reschedule.push([row.orderId, again])
+        const open = yield* Effect.either(client.openOrders(row.symbol))
+        const fills = yield* ledger.forOrder(row.clientOrderId!)
+        if (open._tag === "Left" || open.right.some((o) => o.clientOrderId === row.clientOrderId) || fills.length > 0) {
+          return reschedule.push([row.orderId, again])
+        }
+        const lost = yield* execution.move(
+          row.orderId,
+          "vanish",
+          { notFoundProbes: probes },
+          `ORDER_NOT_FOUND on ${probes} status probes in a row; in neither the open orders nor the fills`
+        )
+        if (lost !== undefined) {
+          yield* logEvent("reconcile.mismatch", {
+            clientOrderId: row.clientOrderId,
+            strategy: row.strategyId,
+            tag: row.tag,
+            lost: true,
+            problem: "the venue no longer knows this order: marked lost, no longer polled"
+          })
+        }
+      })
+
     const pollStatus = (row: OrderRow, reschedule: Array<readonly [number, OrderPatch]>) =>
       client.orderStatus(row.clientOrderId!).pipe(
         Effect.flatMap((status) => observe(row, status, reschedule)),
@@ -99,6 +136,8 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             yield* logEvent("request.failed", { what: "order status", clientOrderId: row.clientOrderId, error: error.message })
+            const settled = row.acceptedAt !== null && now - row.acceptedAt >= allSettings.reconcile.settleDelayMs
+            if (error._tag === "RequestInvalid" && error.code === ErrorCode.orderNotFound && settled) return yield* probeMissing(row, now, reschedule)
             reschedule.push([row.orderId, { nextPollAt: now + settings.restingPollMs }])
           })
         )

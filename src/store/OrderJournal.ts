@@ -38,6 +38,10 @@ export interface OrderRow extends OrderTerms {
   readonly terminalAt: number | null
   readonly nextPollAt: number | null
   readonly polls: number
+  /** Status probes in a row that answered ORDER_NOT_FOUND past the settle window. */
+  readonly notFoundProbes: number
+  /** When an operator acknowledged the order as lost. */
+  readonly acknowledgedAt: number | null
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -73,6 +77,7 @@ export interface OrderPatch {
   readonly nextPollAt?: number | null
   readonly polls?: number
   readonly cancelRequested?: boolean
+  readonly notFoundProbes?: number
 }
 
 interface RawOrder {
@@ -104,6 +109,8 @@ interface RawOrder {
   terminal_at: number | null
   next_poll_at: number | null
   polls: number
+  not_found_probes: number
+  acknowledged_at: number | null
   created_at: number
   updated_at: number
 }
@@ -140,6 +147,8 @@ const toRow = (raw: RawOrder): OrderRow => ({
   terminalAt: raw.terminal_at,
   nextPollAt: raw.next_poll_at,
   polls: raw.polls,
+  notFoundProbes: raw.not_found_probes,
+  acknowledgedAt: raw.acknowledged_at,
   createdAt: raw.created_at,
   updatedAt: raw.updated_at
 })
@@ -193,8 +202,10 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       intentsByTag: sqlite.prepare("SELECT COUNT(*) AS n FROM intents WHERE strategy_id = ? AND tag = ?"),
       forStrategy: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? ORDER BY order_id"),
       unfinished: sqlite.prepare(
-        "SELECT * FROM orders WHERE state NOT IN ('fill', 'rejected', 'cancelled', 'not_placed', 'refused') ORDER BY order_id"
+        "SELECT * FROM orders WHERE state NOT IN ('fill', 'rejected', 'cancelled', 'not_placed', 'refused', 'lost') ORDER BY order_id"
       ),
+      lostUnacknowledged: sqlite.prepare("SELECT * FROM orders WHERE state = 'lost' AND acknowledged_at IS NULL ORDER BY order_id"),
+      acknowledge: sqlite.prepare("UPDATE orders SET acknowledged_at = ?, updated_at = ? WHERE state = 'lost' AND acknowledged_at IS NULL AND (? IS NULL OR client_order_id = ?)"),
       all: sqlite.prepare("SELECT * FROM orders ORDER BY order_id"),
       intents: sqlite.prepare("SELECT * FROM intents ORDER BY created_at, intent_id"),
       events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id")
@@ -233,6 +244,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       if (patch.acceptedAt !== undefined) set("accepted_at", patch.acceptedAt)
       if (patch.polls !== undefined) set("polls", patch.polls)
       if (patch.cancelRequested !== undefined) set("cancel_requested", patch.cancelRequested ? 1 : 0)
+      if (patch.notFoundProbes !== undefined) set("not_found_probes", patch.notFoundProbes)
       if (patch.kind !== undefined) {
         const current = getById(orderId).kindsSeen
         if (current[current.length - 1] !== patch.kind) set("kinds_seen", [...current, patch.kind].join(","))
@@ -434,6 +446,17 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       /** Every order that has not reached a terminal state, of all strategies and external ones. */
       unfinished: Effect.sync(() => (q.unfinished.all() as Array<RawOrder>).map(toRow)),
       all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(toRow)),
+      /** Orders marked lost that no operator has acknowledged yet. */
+      lostUnacknowledged: Effect.sync(() => (q.lostUnacknowledged.all() as Array<RawOrder>).map(toRow)),
+      /** Acknowledges one lost order by clientOrderId, or every one (undefined); returns the ids acknowledged. */
+      acknowledgeLost: (clientOrderId: string | undefined, now: number): Effect.Effect<ReadonlyArray<string>> =>
+        Effect.sync(() =>
+          sqlite.transaction(() => {
+            const ids = (q.lostUnacknowledged.all() as Array<RawOrder>).map((o) => o.client_order_id!).filter((id) => clientOrderId === undefined || id === clientOrderId)
+            q.acknowledge.run(now, now, clientOrderId ?? null, clientOrderId ?? null)
+            return ids
+          })()
+        ),
       intents: Effect.sync(() => (q.intents.all() as Array<Parameters<typeof toIntent>[0]>).map(toIntent)),
       events: (orderId: number) =>
         Effect.sync(

@@ -6,7 +6,10 @@
  * pauses its own instance only.
  */
 import { schedule as scheduleCron } from "node-cron"
-import { Effect, Queue, Ref, type Scope } from "effect"
+import { Effect, Queue, Ref, Schedule, type Scope } from "effect"
+import { type BackpressureConfig, defaultBackpressure, DEFAULT_MAX_INTENTS_PER_MINUTE } from "../config/Config.js"
+import { ZERO } from "../domain/Decimal.js"
+import { type Admission, admit, heldUntil, initialBackpressure, refused, succeeded } from "./Backpressure.js"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
 import { logEvent } from "../log/Logger.js"
@@ -58,6 +61,10 @@ export interface InstanceSpec {
   readonly params: unknown
   readonly symbol: string
   readonly schedule?: string | undefined
+  /** Placements beyond this many in a minute are refused before any risk check (default 120). */
+  readonly maxIntentsPerMinute?: number | undefined
+  /** Backoff, then pause, on refusals of one kind in a row. */
+  readonly backpressure?: BackpressureConfig | undefined
 }
 
 export interface RunningInstance {
@@ -74,6 +81,12 @@ export interface RunningInstance {
 
 /** How many events may wait for one instance; market data beyond it waits for the handler to catch up. */
 const QUEUE_CAPACITY = 1024
+
+/** How often a paused instance looks whether `svcbot resume` cleared its stored pause. */
+const RESUME_POLL_MS = 1000
+
+/** Codes of the host's own refusals: answers to intents it held back, which are not the venue's or the risk check's. */
+const HELD_CODES: ReadonlySet<string> = new Set<Admission>(["backoff", "throttled"])
 
 const dispatch = (definition: StrategyDefinition, state: unknown, event: HostEvent, view: StrategyView): HandlerResult<unknown> | undefined => {
   switch (event._tag) {
@@ -105,6 +118,13 @@ export const runInstance = (
     const { definition } = spec
     const queue = yield* Effect.acquireRelease(Queue.bounded<HostEvent>(QUEUE_CAPACITY), Queue.shutdown)
     const paused = yield* Ref.make<string | undefined>(undefined)
+    const scope = yield* Effect.scope
+    const pressureConfig = spec.backpressure ?? defaultBackpressure
+    const maxIntentsPerMinute = spec.maxIntentsPerMinute ?? DEFAULT_MAX_INTENTS_PER_MINUTE
+    let pressure = initialBackpressure
+    /** Answers owed to the strategy for intents held back, given when placements may go out again. */
+    const held: Array<OrderUpdateEvent> = []
+    let flushAt: number | undefined
 
     const viewOf = (account: AccountView): StrategyView => ({
       params: spec.params,
@@ -117,6 +137,8 @@ export const runInstance = (
     })
 
     const stored = yield* store.load(spec.id)
+    // A start resumes the instance: a pause holds until `svcbot resume` or a restart.
+    yield* store.resume(spec.id, now())
     let lastCandle: number | undefined = stored?.lastCandleOpen ?? undefined
     let state: unknown
     if (stored !== undefined && stored.strategy === definition.name) {
@@ -165,6 +187,70 @@ export const runInstance = (
 
     let savedState = stored?.state
     let savedCandle = lastCandle
+
+    /** Pauses the instance where `svcbot resume` can find it: its state row exists before the pause is stored. */
+    const pause = (reason: string) =>
+      Effect.gen(function* () {
+        yield* Ref.set(paused, reason)
+        if (savedState === undefined && state !== undefined) {
+          const encoded = serializeState(definition, state)
+          yield* store.save(spec.id, { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null }, [], now())
+          savedState = encoded
+        }
+        yield* store.markPaused(spec.id, reason, now())
+      })
+
+    /** Hands the strategy the answers to what was held back, once placements may go out again. */
+    const flushHeld = Effect.suspend(() => {
+      flushAt = undefined
+      const answers = held.splice(0)
+      const throttled = answers.filter((answer) => answer.code === "throttled").length
+      return Effect.zipRight(
+        throttled === 0 ? Effect.void : logEvent("strategy.throttled", { strategy: spec.id, refused: throttled, maxIntentsPerMinute }),
+        Effect.forEach(answers, (event) => Queue.offer(queue, { _tag: "OrderUpdate", event }), { discard: true })
+      )
+    })
+
+    /** Placements the back-pressure lets through now; the others are held back, and answered later. */
+    const admitted = (intents: ReadonlyArray<Intent>, at: number) =>
+      Effect.gen(function* () {
+        const through: Array<Intent> = []
+        for (const intent of intents) {
+          if (intent.type === "cancel") {
+            through.push(intent)
+            continue
+          }
+          const [next, verdict] = admit(pressure, at, maxIntentsPerMinute)
+          pressure = next
+          if (verdict === "admit") through.push(intent)
+          else held.push({ tag: intent.tag, kind: "refused", code: verdict, filledBaseQty: ZERO })
+        }
+        if (held.length > 0 && flushAt === undefined) {
+          flushAt = heldUntil(pressure, at)
+          yield* Effect.forkIn(Effect.zipRight(Effect.sleep(Math.max(0, flushAt - at)), flushHeld), scope)
+        }
+        return through
+      })
+
+    /** Counts what a refusal, a rejection, an acceptance or a fill says about the instance's last intents. */
+    const observe = (event: HostEvent) =>
+      Effect.gen(function* () {
+        if (event._tag === "Fill") {
+          pressure = succeeded(pressure)
+          return undefined
+        }
+        if (event._tag !== "OrderUpdate") return undefined
+        const update = event.event
+        if (update.kind === "pending" || update.kind === "resting" || update.kind === "fill") {
+          pressure = succeeded(pressure)
+          return undefined
+        }
+        if ((update.kind !== "refused" && update.kind !== "rejected") || HELD_CODES.has(update.code ?? "")) return undefined
+        const [next, step] = refused(pressure, `${update.kind}:${update.code ?? "no code"}`, now(), pressureConfig)
+        pressure = next
+        if (step._tag === "Backoff") yield* logEvent("strategy.backoff", { strategy: spec.id, reason: step.reason, untilMs: step.untilMs })
+        return step._tag === "Pause" ? step.reason : undefined
+      })
     /** Intents returned for warm-up candles, dropped; reported once, when the live events begin. */
     let warmupDropped = 0
     const reportWarmup = Effect.suspend(() => {
@@ -177,6 +263,7 @@ export const runInstance = (
       Effect.gen(function* () {
         if ((yield* Ref.get(paused)) !== undefined) return
         if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) return
+        const pauseFor = yield* observe(event)
         const view = viewOf(yield* port.accountView(spec.id))
         let outcome: HandlerResult<unknown> | undefined
         let encoded: string | undefined
@@ -186,36 +273,56 @@ export const runInstance = (
           if (outcome !== undefined) encoded = serializeState(definition, outcome.state)
         } catch (error) {
           const reason = `${event._tag} handler failed: ${error instanceof Error ? error.message : String(error)}`
-          yield* Ref.set(paused, reason)
-          yield* store.markPaused(spec.id, reason, now())
+          yield* pause(reason)
           yield* logEvent("strategy.error", { strategy: spec.id, trigger: event._tag, error: reason, action: "instance paused; the others go on" })
           return
         }
         if (event._tag === "Candle") lastCandle = event.event.openTime
         if (outcome === undefined || encoded === undefined) return
+        let emitted = outcome.intents
         if (event._tag === "Candle" && event.event.warmup === true) {
-          if (outcome.intents.length > 0 && warmupDropped >= 0) warmupDropped += outcome.intents.length
-          outcome = { state: outcome.state, intents: [] }
+          if (emitted.length > 0 && warmupDropped >= 0) warmupDropped += emitted.length
+          emitted = []
         } else {
           yield* reportWarmup
         }
+        // A pausing instance places nothing more; held-back intents never reach the outbox.
+        const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(emitted, now())
         state = outcome.state
         // Most market data leaves the state as it was and emits nothing: that costs no write (each write is an fsync).
         const changed = encoded !== savedState || (event._tag === "Candle" && lastCandle !== savedCandle)
-        if (!changed && outcome.intents.length === 0) return
-        // The state and the intents it expects answers to are saved together: a crash cannot keep one without the other.
-        const outboxIds = yield* store.save(
-          spec.id,
-          changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
-          outcome.intents,
-          now()
-        )
-        savedState = encoded
-        savedCandle = lastCandle
-        if (outcome.intents.length > 0) yield* submit(outcome.intents, outboxIds)
+        if (changed || intents.length > 0) {
+          // The state and the intents it expects answers to are saved together: a crash cannot keep one without the other.
+          const outboxIds = yield* store.save(
+            spec.id,
+            changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
+            intents,
+            now()
+          )
+          savedState = encoded
+          savedCandle = lastCandle
+          if (intents.length > 0) yield* submit(intents, outboxIds)
+        }
+        if (pauseFor !== undefined) {
+          yield* pause(pauseFor)
+          yield* logEvent("strategy.paused", { strategy: spec.id, reason: pauseFor, action: "paused: fix the cause, then `svcbot resume` it (or restart)" })
+        }
       })
 
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), handle)))
+    // `svcbot resume` clears the stored pause; the running instance takes it up here.
+    yield* Effect.forkScoped(
+      Effect.repeat(
+        Effect.gen(function* () {
+          const reason = yield* Ref.get(paused)
+          if (reason === undefined || state === undefined || (yield* store.pausedReason(spec.id)) !== null) return
+          pressure = initialBackpressure
+          yield* Ref.set(paused, undefined)
+          yield* logEvent("strategy.resumed", { strategy: spec.id, reason })
+        }),
+        Schedule.spaced(RESUME_POLL_MS)
+      )
+    )
 
     if (spec.schedule !== undefined && definition.onTimer !== undefined) {
       const expression = spec.schedule

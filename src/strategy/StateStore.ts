@@ -33,6 +33,7 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
          last_candle_open = COALESCE(excluded.last_candle_open, strategy_state.last_candle_open), updated_at = excluded.updated_at`
     )
     const pause = sqlite.prepare("UPDATE strategy_state SET paused_reason = ?, updated_at = ? WHERE strategy_id = ?")
+    const selectPaused = sqlite.prepare<[string], { paused_reason: string | null }>("SELECT paused_reason FROM strategy_state WHERE strategy_id = ?")
     const insertOutbox = sqlite.prepare("INSERT INTO strategy_outbox (strategy_id, intent, created_at) VALUES (?, ?, ?)")
     const selectOutbox = sqlite.prepare<[string], { id: number; intent: string }>("SELECT id, intent FROM strategy_outbox WHERE strategy_id = ? ORDER BY id")
     const deleteOutbox = sqlite.prepare("DELETE FROM strategy_outbox WHERE strategy_id = ?")
@@ -67,7 +68,20 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
       markPaused: (id: string, reason: string, now: number): Effect.Effect<void> =>
         Effect.sync(() => {
           pause.run(reason, now, id)
-        })
+        }),
+      /** The stored pause of an instance: its reason, null when it is not paused, undefined when it has no row. */
+      pausedReason: (id: string): Effect.Effect<string | null | undefined> => Effect.sync(() => selectPaused.get(id)?.paused_reason),
+      /** Clears a stored pause (`svcbot resume`, or a start: a restart resumes every instance). */
+      resume: (id: string, now: number): Effect.Effect<"resumed" | "not-paused" | "unknown"> =>
+        Effect.sync(() =>
+          sqlite.transaction(() => {
+            const row = selectPaused.get(id)
+            if (row === undefined) return "unknown" as const
+            if (row.paused_reason === null) return "not-paused" as const
+            pause.run(null, now, id)
+            return "resumed" as const
+          })()
+        )
     }
   })
 }) {}

@@ -110,10 +110,10 @@ export interface TimerEvent {
  * (the server or the pre-trade risk check refused the placement; `code` says why)
  * and `not_placed` (a placement whose answer was lost was proven never accepted).
  */
-export const OrderUpdateKind = Schema.Literal("pending", "resting", "fill", "rejected", "cancelled", "refused", "not_placed")
+export const OrderUpdateKind = Schema.Literal("pending", "resting", "fill", "rejected", "cancelled", "refused", "not_placed", "lost")
 export type OrderUpdateKind = typeof OrderUpdateKind.Type
 
-const FINAL_UPDATE_KINDS: ReadonlySet<OrderUpdateKind> = new Set<OrderUpdateKind>(["fill", "rejected", "cancelled", "refused", "not_placed"])
+const FINAL_UPDATE_KINDS: ReadonlySet<OrderUpdateKind> = new Set<OrderUpdateKind>(["fill", "rejected", "cancelled", "refused", "not_placed", "lost"])
 
 /** After a final update the order is gone: its tag may be reused and its funds are free. */
 export const isFinalUpdate = (kind: OrderUpdateKind): boolean => FINAL_UPDATE_KINDS.has(kind)

@@ -10,7 +10,11 @@ export const ErrorCode = {
   legalAcceptanceRequired: "LEGAL_ACCEPTANCE_REQUIRED",
   rateLimited: "RATE_LIMITED",
   /** Not shown by the spec: the code svc-venue puts on a failed-auth 429 (clients treat any 429 without a bucket as this). */
-  authBlocked: "AUTH_BLOCKED"
+  authBlocked: "AUTH_BLOCKED",
+  /** Not shown by the spec: svc-venue's 404 for a clientOrderId it has no order for (status and cancel). */
+  orderNotFound: "ORDER_NOT_FOUND",
+  /** Not shown by the spec: svc-venue's 409 for a cancel of an order that is not open. */
+  orderNotOpen: "ORDER_NOT_OPEN"
 } as const
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 

@@ -22,6 +22,7 @@ import { compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, ZERO } 
 import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type OrderType, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
+import { ErrorCode } from "../svc/ErrorCodes.js"
 
 export type PairStatus = "trading" | "halted"
 
@@ -46,6 +47,11 @@ export interface EngineOptions {
   readonly settleDelayMs: number
   /** Starting tape price per symbol. */
   readonly prices?: Readonly<Record<string, Decimal>>
+  /**
+   * Put into every clientOrderId and fillId after the `co_`/`fl_` kind: an exchange never hands
+   * out an id twice, so a venue process that starts empty must not repeat the last one's ids.
+   */
+  readonly idPrefix?: string
 }
 
 export type PlaceRequest =
@@ -254,8 +260,8 @@ interface BookCache {
 export const RefusalCode = {
   invalidParameter: "INVALID_PARAMETER",
   unknownSymbol: "UNKNOWN_SYMBOL",
-  orderNotFound: "ORDER_NOT_FOUND",
-  orderNotOpen: "ORDER_NOT_OPEN"
+  orderNotFound: ErrorCode.orderNotFound,
+  orderNotOpen: ErrorCode.orderNotOpen
 } as const
 
 // Validation steps are module functions, not closures made per placement: placing is a hot path of a backtest.
@@ -292,12 +298,14 @@ export class MatchingEngine {
   private fillSeq = 0
   readonly fees: Fees
   readonly settleDelayMs: number
+  private readonly idPrefix: string
 
   constructor(options: EngineOptions) {
     for (const pair of options.pairs) this.addPair(pair)
     for (const [symbol, price] of Object.entries(options.prices ?? {})) this.prices.set(symbol, price)
     this.fees = options.fees
     this.settleDelayMs = options.settleDelayMs
+    this.idPrefix = options.idPrefix ?? ""
   }
 
   // ---- pairs and prices -------------------------------------------------------
@@ -374,7 +382,7 @@ export class MatchingEngine {
     const problem = this.validate(pair, request)
     if (problem !== undefined) return problem
     this.orderSeq += 1
-    const clientOrderId = `co_${String(this.orderSeq).padStart(10, "0")}`
+    const clientOrderId = `co_${this.idPrefix}${String(this.orderSeq).padStart(10, "0")}`
     const order: Order = {
       clientOrderId,
       uid,
@@ -615,7 +623,7 @@ export class MatchingEngine {
     this.fillSeq += 1
     const record: Fill = {
       seq: this.fillSeq,
-      fillId: `fl_${String(this.fillSeq).padStart(10, "0")}`,
+      fillId: `fl_${this.idPrefix}${String(this.fillSeq).padStart(10, "0")}`,
       clientOrderId: order.clientOrderId,
       symbol: pair.symbol,
       side: order.side,

@@ -287,7 +287,7 @@ const keyRoutes = (dialect: Dialect): ReadonlyMap<string, KeyRoute> => {
           const id = query.get("clientOrderId")
           if (id === null || id === "") return invalid("clientOrderId", "missing", "clientOrderId is required")
           const order = venue.engine.order(key.uid, id)
-          return order === undefined ? failure(404, "ORDER_NOT_FOUND", "no order with this clientOrderId", { field: "clientOrderId", reason: "not-found" }) : answer(200, orderJson(order))
+          return order === undefined ? failure(404, ErrorCode.orderNotFound, "no order with this clientOrderId", { field: "clientOrderId", reason: "not-found" }) : answer(200, orderJson(order))
         }
       }
     ],
@@ -356,7 +356,8 @@ export class Venue {
     this.randomBytes = options.randomBytes ?? ((size) => crypto.getRandomValues(new Uint8Array(size)))
     const startMs = this.clock()
     const pairs = file.pairs.map(toPairSpec)
-    this.engine = new MatchingEngine({ pairs, fees: toFees(file.fees), settleDelayMs: options.settleMs ?? 50 })
+    // The start time names this process's ids: a venue restarted empty hands out new ones.
+    this.engine = new MatchingEngine({ pairs, fees: toFees(file.fees), settleDelayMs: options.settleMs ?? 50, idPrefix: `${startMs.toString(36)}_` })
     const source = options.tape ?? { kind: "manual" }
     for (const entry of file.pairs) {
       const pair = toPairSpec(entry)
