@@ -49,18 +49,26 @@ const liveGate = (dbPath: string) => (instance: ResolvedInstance) =>
     }
   })
 
-/** Forces the exit when a graceful stop overruns its bound (a hung request must not keep a container alive). */
+/**
+ * Forces the exit when a graceful stop overruns its bound (a hung request must not keep a
+ * container alive). It listens for as long as the daemon runs, so that a second signal (an
+ * impatient Ctrl-C, a `docker stop` repeated) is absorbed instead of killing the process in the
+ * middle of cancelling its orders: the bound, not the signal count, ends a stop.
+ */
 const shutdownWatchdog = (boundMs: number) =>
   Effect.acquireRelease(
     Effect.sync(() => {
+      let armed = false
       const arm = () => {
+        if (armed) return
+        armed = true
         setTimeout(() => {
           process.stderr.write(`svcbot: shutdown did not finish within ${boundMs} ms; exiting\n`)
           process.exit(1)
         }, boundMs).unref()
       }
-      process.once("SIGTERM", arm)
-      process.once("SIGINT", arm)
+      process.on("SIGTERM", arm)
+      process.on("SIGINT", arm)
       return arm
     }),
     (arm) => Effect.sync(() => {

@@ -407,6 +407,9 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const byId = new Map<string, RunningInstance>()
       const router = yield* routeUpdates(engine, byId)
       if (config.mode === "paper") yield* collectPaperEvidence(instances, { dataSource: `venue:${baseUrl}`, settleDelayMs: config.venue.settleMs })
+      // Runs right after the strategies stop, before the paper evidence is recorded: nothing the
+      // evidence needs (a final read may wait on the budget) may hold back cancel-on-stop.
+      yield* Effect.addFinalizer(() => engine.stop)
       const port = tradingPort(engine)
       const prices = new Map<string, Decimal>()
       for (const instance of instances) {

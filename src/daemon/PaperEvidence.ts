@@ -41,8 +41,11 @@ export interface PaperEvidenceOptions {
 /** Candles fetched per poll; a poll runs far more often than candles close. */
 const CANDLES_PER_POLL = 100
 
-/** Recording stops waiting for the venue after this long: a stop must not hang on evidence. */
-const FINAL_READ_TIMEOUT = Duration.seconds(5)
+/**
+ * Recording stops waiting for the venue after this long: a stop must not hang on evidence. It
+ * comes after the engine's stop (which has most of the shutdown bound and syncs the fills).
+ */
+const FINAL_READ_TIMEOUT = Duration.seconds(2)
 
 /**
  * The replay assumes svc-venue's fees and synthetic book (the embedded venue and
@@ -79,9 +82,8 @@ const runFill = (fill: LedgerFill, tag: string): RunFill => ({ ...fillEventOf(fi
 export const collectPaperEvidence = (
   subjects: ReadonlyArray<EvidenceSubject>,
   options: PaperEvidenceOptions
-): Effect.Effect<void, never, Scope.Scope | EngineModule.Engine | SvcClient | Market | Database | FillLedger | OrderJournal> =>
+): Effect.Effect<void, never, Scope.Scope | SvcClient | Market | Database | FillLedger | OrderJournal> =>
   Effect.gen(function* () {
-    const engine = yield* EngineModule.Engine
     const client = yield* SvcClient
     const market = yield* Market
     const ledger = yield* FillLedger
@@ -221,13 +223,14 @@ export const collectPaperEvidence = (
 
     // Added before the pollers and the strategies start, so it runs after they stopped.
     yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        yield* engine.syncFills.pipe(Effect.timeout(FINAL_READ_TIMEOUT), Effect.ignore)
-        for (const group of groups.values()) {
-          yield* observe(group).pipe(Effect.timeout(FINAL_READ_TIMEOUT), Effect.ignore)
-          for (const subject of group.subjects) yield* record(group, subject)
-        }
-      })
+      EngineModule.finalizerWork(
+        Effect.gen(function* () {
+          for (const group of groups.values()) {
+            yield* observe(group).pipe(Effect.timeout(FINAL_READ_TIMEOUT), Effect.ignore)
+            for (const subject of group.subjects) yield* record(group, subject)
+          }
+        })
+      )
     )
 
     for (const group of groups.values()) {

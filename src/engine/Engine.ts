@@ -33,6 +33,15 @@ export interface StrategyView {
 }
 
 
+/**
+ * Runs `work` from a finalizer so that its own timeouts work. A finalizer runs
+ * uninterruptibly, where no timeout could cut a phase short, and often on a fiber
+ * that is being interrupted, where an interruptible region would end at once: so
+ * the work runs on a fiber of its own, interruptibly, and the finalizer waits for it.
+ */
+export const finalizerWork = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.flatMap(Effect.forkDaemon(Effect.interruptible(work)), Fiber.join)
+
 export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
   scoped: Effect.gen(function* () {
     const journal = yield* OrderJournal
@@ -90,11 +99,10 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       )
     })
     // Registered before the startup reconcile: a stop that comes while it runs (or waits on the
-    // budget) still cancels what the journal knows and syncs the fills. A finalizer runs
-    // uninterruptibly, where no timeout could cut a phase short, and often on a fiber that is
-    // being interrupted, where an interruptible region would end at once: so the stop runs on a
-    // fiber of its own, interruptibly, and the finalizer waits for it.
-    yield* Effect.addFinalizer(() => Effect.flatMap(Effect.forkDaemon(Effect.interruptible(stop)), Fiber.join))
+    // budget) still cancels what the journal knows and syncs the fills. Once: the daemon may
+    // run it earlier, right after its strategies stopped.
+    const stopOnce = yield* Effect.cached(finalizerWork(stop))
+    yield* Effect.addFinalizer(() => stopOnce)
 
     // A venue that is down or refusing at start is waited out: the stop above still works meanwhile.
     const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message))
@@ -105,6 +113,8 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
     return {
       /** The startup reconcile's counts. */
       startup,
+      /** The graceful stop (cancel on stop, final fill sync), once; closing the engine's scope runs it too. */
+      stop: stopOnce,
       /** Journals and sends intents in order; each is Approved (journaled, being sent) or Refused with its reason. */
       submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds?: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
         execution.submit(strategyId, intents, outboxIds),
