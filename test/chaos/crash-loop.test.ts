@@ -1,0 +1,112 @@
+/**
+ * Crash loops of the real daemon: `svcbot run` is killed with SIGKILL every 3-10 s
+ * (seeded) while svc-venue drops the answers of accepted placements, answers 5xx at
+ * random and runs its clock ahead; then the faults clear and a last run must have its
+ * strategies running within 10 s, and stop cleanly with nothing lost, doubled, stale or
+ * left open. A second loop runs against a weight limit small enough that the budget
+ * runs out, so restarts meet budget waits at every phase.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { events, killAll, query, svcbot, waitForEvent, type Run } from "../support/daemon.js"
+import { startVenue, type LimitOverrides, type TestVenue } from "../support/venue.js"
+import { expectNothingLostOrDuplicated, report, verify } from "./verify.js"
+
+afterAll(killAll)
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  killAll()
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+/** Seeded, so a failing run can be repeated from the seed it prints (`CHAOS_SEED`). */
+const lcg = (seed: number) => {
+  let state = seed >>> 0
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
+    return state / 2 ** 32
+  }
+}
+
+const FAULTS = { dropAcceptedRatio: 0.3, serverErrorRatio: 0.2, clockSkewMs: 3000 }
+
+interface Loop {
+  readonly kills: number
+  readonly limits?: LimitOverrides
+  /** How long the last run may take to have its strategies running once the faults are cleared. */
+  readonly readyWithinMs?: number
+}
+
+const crashLoop = async (name: string, loop: Loop) => {
+  const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000)
+  const random = lcg(seed)
+  const venue: TestVenue = await startVenue({ tape: { kind: "synthetic", seed: 7 }, tickMs: 200, ...(loop.limits === undefined ? {} : { limits: loop.limits }), faults: { ...FAULTS, seed } })
+  cleanups.push(() => venue.close())
+  const dir = mkdtempSync(join(tmpdir(), "svcbot-crash-loop-"))
+  const dbPath = join(dir, "svcbot.db")
+  const configPath = join(dir, "config.json")
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      mode: "paper",
+      venue: { embedded: false, baseUrl: venue.url },
+      database: { path: dbPath },
+      client: { requestTimeoutMs: 2000 },
+      engine: { cancelOnStop: true, reconcileIntervalMs: 2000, fillSyncIntervalMs: 2000 },
+      strategies: [
+        { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 500, params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002", retryAfterMs: 2000 } },
+        { id: "mm", strategy: "market-maker", symbol: "ETHUSDT", pollMs: 500, params: { halfSpreadBps: 15, orderQty: "0.05", maxInventory: "0.5", skewBps: 20, requoteBps: 5 } }
+      ]
+    })
+  )
+  const env = { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret }
+  const runs: Array<Run> = []
+  for (let kill = 0; kill < loop.kills; kill += 1) {
+    const run = svcbot(["run", "--config", configPath], env)
+    runs.push(run)
+    await new Promise((done) => setTimeout(done, 3000 + Math.floor(random() * 7000)))
+    run.child.kill("SIGKILL")
+    await run.exit
+  }
+  const budgetWaits = runs.reduce((n, run) => n + events(run).filter((e) => e.event === "budget.wait").length, 0)
+  const startsRunning = runs.filter((run) => events(run).some((e) => e.event === "config.loaded")).length
+
+  await venue.admin("POST", "/_venue/faults", {})
+  const cleared = Date.now()
+  const last = svcbot(["run", "--config", configPath], env)
+  const loaded = await waitForEvent(last, "config.loaded", 120_000)
+  const readyAfterMs = Date.parse(String(loaded.time)) - cleared
+  // Let the last run trade a little without faults before the clean stop.
+  await new Promise((done) => setTimeout(done, 4000))
+  last.child.kill("SIGTERM")
+  const code = await last.exit
+
+  const verdict = await verify(venue, dbPath)
+  const stale = query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM orders WHERE state IN ('intent', 'submitting', 'unknown')")[0]!.n
+  const open = ((await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<{ kind: string }>).filter((o) => o.kind === "resting" || o.kind === "pending").length
+  console.log(
+    `${report(name, verdict)}; kills ${loop.kills}, starts that got their strategies running ${startsRunning}/${loop.kills}, budget waits ${budgetWaits}, ` +
+      `last start running ${readyAfterMs} ms after the faults cleared, stale intents ${stale}, orders left open ${open}, clean stop exit ${code}, seed ${seed}`
+  )
+  expect(code, last.stderr.join("")).toBe(0)
+  expectNothingLostOrDuplicated(verdict)
+  expect(stale).toBe(0)
+  expect(open).toBe(0)
+  expect(verdict.placed + verdict.refused + verdict.notPlaced + verdict.riskRefused).toBe(verdict.intents)
+  return { readyAfterMs, budgetWaits, startsRunning }
+}
+
+describe("chaos: crash loops of svcbot run", () => {
+  it("a kill every 3-10 s for about two minutes under dropped answers, 5xx and skew: the next start runs within 10 s of the faults clearing", async () => {
+    const { readyAfterMs, startsRunning } = await crashLoop("crash loop", { kills: 18 })
+    expect(startsRunning).toBeGreaterThan(0)
+    expect(readyAfterMs).toBeLessThanOrEqual(10_000)
+  }, 360_000)
+
+  it("a crash loop against a weight limit the restarts run out of: budget waits at every phase, still nothing lost or left open", async () => {
+    const { budgetWaits } = await crashLoop("crash loop, small budget", { kills: 6, limits: { weightPerMinute: 120 } })
+    expect(budgetWaits).toBeGreaterThan(0)
+  }, 360_000)
+})
