@@ -10,6 +10,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { chaosSeed, seededRandom } from "../support/seed.js"
 import { events, killAll, query, svcbot, waitForEvent, type Run } from "../support/daemon.js"
 import { startVenue, type LimitOverrides, type TestVenue } from "../support/venue.js"
 import { expectNothingLostOrDuplicated, report, verify } from "./verify.js"
@@ -21,15 +22,6 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-/** Seeded, so a failing run can be repeated from the seed it prints (`CHAOS_SEED`). */
-const lcg = (seed: number) => {
-  let state = seed >>> 0
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
-    return state / 2 ** 32
-  }
-}
-
 const FAULTS = { dropAcceptedRatio: 0.3, serverErrorRatio: 0.2, clockSkewMs: 3000 }
 
 interface Loop {
@@ -40,8 +32,8 @@ interface Loop {
 }
 
 const crashLoop = async (name: string, loop: Loop) => {
-  const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000)
-  const random = lcg(seed)
+  const seed = chaosSeed()
+  const random = seededRandom(seed)
   const venue: TestVenue = await startVenue({ tape: { kind: "synthetic", seed: 7 }, tickMs: 200, ...(loop.limits === undefined ? {} : { limits: loop.limits }), faults: { ...FAULTS, seed } })
   cleanups.push(() => venue.close())
   const dir = mkdtempSync(join(tmpdir(), "svcbot-crash-loop-"))

@@ -11,6 +11,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
+import { chaosSeed, seededRandom } from "../support/seed.js"
 import { killAll, pollUntil, svcbot } from "../support/daemon.js"
 import { startVenue } from "../support/venue.js"
 import { expectNothingLostOrDuplicated, report, verify } from "./verify.js"
@@ -22,15 +23,6 @@ afterEach(async () => {
   killAll()
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
-
-/** Seeded, so a failing run can be repeated from the seed it prints. */
-const lcg = (seed: number) => {
-  let state = seed >>> 0
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
-    return state / 2 ** 32
-  }
-}
 
 const accepted = (lines: ReadonlyArray<string>): number => lines.filter((line) => line.includes('"order.accepted"')).length
 
@@ -54,8 +46,8 @@ describe("chaos: kill -9 of svcbot run", () => {
       })
     )
     const env = { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret }
-    const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000)
-    const random = lcg(seed)
+    const seed = chaosSeed()
+    const random = seededRandom(seed)
 
     for (let kill = 0; kill < KILLS; kill += 1) {
       const daemon = svcbot(["run", "--config", configPath], env)

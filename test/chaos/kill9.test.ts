@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
+import { chaosSeed, seededRandom } from "../support/seed.js"
 import { startVenue } from "../support/venue.js"
 import { tempDbPath } from "../integration/engine-harness.js"
 import { scriptedIntents } from "./fixtures/script.js"
@@ -30,15 +31,6 @@ const childCommand = (t: ChildTarget): readonly [string, ReadonlyArray<string>] 
 const INTENTS = 40
 const MAX_KILLS = 6
 const CHILD_DEADLINE_MS = 90_000
-
-/** A small seeded generator, so a failing run can be repeated from its printed seed. */
-const lcg = (seed: number) => {
-  let state = seed >>> 0
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
-    return state / 2 ** 32
-  }
-}
 
 const children: Array<ChildProcess> = []
 const cleanups: Array<() => Promise<void> | void> = []
@@ -102,8 +94,8 @@ describe("chaos: kill -9", () => {
     cleanups.push(() => venue.close())
     const db = tempDbPath()
     cleanups.push(db.cleanup)
-    const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 100_000)
-    const random = lcg(seed)
+    const seed = chaosSeed()
+    const random = seededRandom(seed)
     const target: ChildTarget = { url: venue.url, keyId: venue.keyId, secret: venue.secret, dbPath: db.path, intents: INTENTS }
     const submitted = new Set<string>()
     const killedAt: Array<string> = []
