@@ -21,9 +21,8 @@ import { SvcClient } from "../src/svc/SvcClient.js"
 import { defaultWeights, type Weights } from "../src/venue/Accounts.js"
 import type { VenueRequest } from "../src/venue/Venue.js"
 import { fundForFills, makeFills } from "../test/chaos/fixtures/fills.js"
-import { admin } from "../test/chaos/verify.js"
 import { clientLayer, fillSyncLayer, tempDbPath, type VenueKey } from "../test/integration/engine-harness.js"
-import { startVenue, type TestVenue } from "../test/support/venue.js"
+import { admin, startVenue, type TestVenue } from "../test/support/venue.js"
 
 const FILLS = 10_000
 const ORDERS_TRACKED = 20

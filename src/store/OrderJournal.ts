@@ -450,12 +450,14 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       lostUnacknowledged: Effect.sync(() => (q.lostUnacknowledged.all() as Array<RawOrder>).map(toRow)),
       /** Acknowledges one lost order by clientOrderId, or every one (undefined); returns the ids acknowledged. */
       acknowledgeLost: (clientOrderId: string | undefined, now: number): Effect.Effect<ReadonlyArray<string>> =>
+        // IMMEDIATE: another process (the running daemon) writes the same file; a read that turns
+        // into a write in a deferred transaction fails at once when that process wrote in between.
         Effect.sync(() =>
           sqlite.transaction(() => {
             const ids = (q.lostUnacknowledged.all() as Array<RawOrder>).map((o) => o.client_order_id!).filter((id) => clientOrderId === undefined || id === clientOrderId)
             q.acknowledge.run(now, now, clientOrderId ?? null, clientOrderId ?? null)
             return ids
-          })()
+          }).immediate()
         ),
       intents: Effect.sync(() => (q.intents.all() as Array<Parameters<typeof toIntent>[0]>).map(toIntent)),
       events: (orderId: number) =>

@@ -73,6 +73,7 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
       pausedReason: (id: string): Effect.Effect<string | null | undefined> => Effect.sync(() => selectPaused.get(id)?.paused_reason),
       /** Clears a stored pause (`svcbot resume`, or a start: a restart resumes every instance). */
       resume: (id: string, now: number): Effect.Effect<"resumed" | "not-paused" | "unknown"> =>
+        // IMMEDIATE: `svcbot resume` writes while the daemon does; see OrderJournal.acknowledgeLost.
         Effect.sync(() =>
           sqlite.transaction(() => {
             const row = selectPaused.get(id)
@@ -80,7 +81,7 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
             if (row.paused_reason === null) return "not-paused" as const
             pause.run(null, now, id)
             return "resumed" as const
-          })()
+          }).immediate()
         )
     }
   })

@@ -46,6 +46,10 @@ const crashLoop = async (name: string, loop: Loop) => {
       venue: { embedded: false, baseUrl: venue.url },
       database: { path: dbPath },
       client: { requestTimeoutMs: 2000 },
+      // A placement a kill left half-sent may still be accepted until its signature leaves the
+      // receive window, so the startup reconcile waits that long for it (plus a second) before it
+      // calls it not placed: the window bounds how soon a restart can trade. 3 s keeps it short.
+      dialect: { recvWindowMs: 3000 },
       engine: { cancelOnStop: true, reconcileIntervalMs: 2000, fillSyncIntervalMs: 2000 },
       strategies: [
         { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 500, params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002", retryAfterMs: 2000 } },

@@ -8,16 +8,7 @@ import BetterSqlite3 from "better-sqlite3"
 import { expect } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { FillTableRow } from "../../src/store/FillLedger.js"
-import type { TestVenue } from "../support/venue.js"
-
-/**
- * An admin call, tried again once when a kept-alive connection was reset: the venue
- * closes idle connections, and a request can race that close after a long quiet phase.
- */
-export const admin = (venue: TestVenue, method: string, path: string, body?: unknown): Promise<any> =>
-  venue.admin(method, path, body).catch((error: unknown) =>
-    (error as { code?: string }).code === "ECONNRESET" ? venue.admin(method, path, body) : Promise.reject(error)
-  )
+import { admin, type TestVenue } from "../support/venue.js"
 
 export const START_BALANCES: Readonly<Record<string, string>> = { USDT: "100000", BTC: "2", ETH: "20" }
 const PAIRS: Readonly<Record<string, readonly [string, string]>> = { BTCUSDT: ["BTC", "USDT"], ETHUSDT: ["ETH", "USDT"] }

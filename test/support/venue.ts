@@ -178,3 +178,13 @@ export const eventually = async <A>(probe: () => Promise<A | undefined>, timeout
     await delay(5)
   }
 }
+
+/**
+ * An admin call, tried again once when a kept-alive connection was reset: the venue
+ * closes idle connections, and a request can race that close after a long quiet phase.
+ * (Free of vitest, so that benchmarks can use it too.)
+ */
+export const admin = (venue: TestVenue, method: string, path: string, body?: unknown): Promise<any> =>
+  venue.admin(method, path, body).catch((error: unknown) =>
+    (error as { code?: string }).code === "ECONNRESET" ? venue.admin(method, path, body) : Promise.reject(error)
+  )
