@@ -2,6 +2,7 @@ import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import type { Intent } from "../src/domain/Intent.js"
 import { decodeParams, deserializeState, serializeState, type HandlerResult, type StrategyView } from "../src/strategy/Strategy.js"
+import { smaValue } from "../src/strategy/indicators.js"
 import { candle, fill, openOrderOf, update, viewOf } from "../src/strategy/testing.js"
 import smaCrossover from "./sma-crossover.js"
 
@@ -86,17 +87,36 @@ describe("sma-crossover", () => {
 
   it("never cancels a pending market entry: a death cross waits for it, and sells what it filled", () => {
     const view = viewOf({ params: marketParams, balances: { USDT: "1000" } })
-    const { state, intents } = feed(smaCrossover.init(marketParams, view), ["10000", "9000", "8000", "12000"], view)
-    const entry = intents[0]!
-    expect(entry).toMatchObject({ type: "market", side: "buy" })
-    const pending = viewOf({ params: marketParams, balances: { USDT: "900" }, openOrders: [openOrderOf(entry, "pending")], lastPrices: { BTCUSDT: "5000" } })
-    const down = feed(state, ["13000", "5000", "4000"], pending)
-    expect(down.intents).toEqual([])
-    const filled = viewOf({ params: marketParams, balances: { USDT: "900", BTC: "0.01" }, lastPrices: { BTCUSDT: "4000" } })
-    const bought = smaCrossover.onFill!(down.state, fill(entry.tag, "buy", "10000", "0.01"), filled).state
-    const sold = smaCrossover.onOrderUpdate!(bought, update(entry.tag, "fill", "0.01"), filled)
+    const pending = (entry: Intent) =>
+      viewOf({ params: marketParams, balances: { USDT: "900" }, openOrders: [openOrderOf(entry, "pending")], lastPrices: { BTCUSDT: "5000" } })
+    /** A market entry, then a death cross while it is still pending (handlers update state in place: a fresh run each time). */
+    const reversedWhilePending = () => {
+      const { state, intents } = feed(smaCrossover.init(marketParams, view), ["10000", "9000", "8000", "12000"], view)
+      const entry = intents[0]!
+      expect(entry).toMatchObject({ type: "market", side: "buy" })
+      const down = feed(state, ["13000", "5000", "4000"], pending(entry))
+      expect(down.intents).toEqual([])
+      expect(down.state).toMatchObject({ trend: -1, entryTag: entry.tag, exitTag: null })
+      return { state: down.state, entry }
+    }
+
+    const waiting = reversedWhilePending()
+    // a view that no longer lists the entry (its final update is on its way) sends no cancel either
+    const lagging = viewOf({ params: marketParams, balances: { USDT: "900" }, lastPrices: { BTCUSDT: "4000" } })
+    expect(feed(waiting.state, ["3000"], lagging).intents).toEqual([])
+    const filled = viewOf({ params: marketParams, balances: { USDT: "900", BTC: "0.01" }, lastPrices: { BTCUSDT: "3000" } })
+    const bought = smaCrossover.onFill!(waiting.state, fill(waiting.entry.tag, "buy", "10000", "0.01"), filled).state
+    const sold = smaCrossover.onOrderUpdate!(bought, update(waiting.entry.tag, "fill", "0.01"), filled)
     expect(sold.intents).toHaveLength(1)
-    expect(sold.intents[0]).toMatchObject({ type: "market", side: "sell" })
+    const exit = sold.intents[0]!
+    expect(exit.type === "market" && exit.side === "sell" && exit.baseQty.toFixed()).toBe("0.01")
+
+    // a market entry rejected meanwhile bought nothing: nothing is sold, now or on later candles
+    const rejectedRun = reversedWhilePending()
+    const rejected = smaCrossover.onOrderUpdate!(rejectedRun.state, update(rejectedRun.entry.tag, "rejected", "0", "SPOT_SLIPPAGE_EXCEEDED"), lagging)
+    expect(rejected.intents).toEqual([])
+    expect(rejected.state).toMatchObject({ entryTag: null, exitTag: null })
+    expect(feed(rejected.state, ["2000", "1000"], lagging).intents).toEqual([])
   })
 
   it("warm-up candles feed the averages only: a crossing in the history records no entry, the next live one trades", () => {
@@ -108,7 +128,10 @@ describe("sma-crossover", () => {
       state = step.state
     }
     expect(state.trend).toBe(1)
-    expect(state.entryTag).toBeNull()
+    expect(smaValue(state.fast)).toBe(12.5)
+    expect(smaValue(state.slow)).toBe(11)
+    expect(state).toMatchObject({ entryTag: null, exitTag: null, exitDue: false, seq: 0 })
+    expect(state.position.isZero()).toBe(true)
     const live = feed(state, ["5", "4", "20"], view)
     expect(live.intents).toHaveLength(1)
     expect(live.intents[0]).toMatchObject({ type: "market", side: "buy" })

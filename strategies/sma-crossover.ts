@@ -3,7 +3,8 @@
  * crosses above the slow one, and sells the position when it crosses back below.
  * Entries are market buys (bounded by maxSlippageBps) or limit buys below the
  * close; exits are always market sells, because an exit that does not fill is
- * the expensive failure.
+ * the expensive failure. A market entry is never cancelled: a death cross while it
+ * is pending waits for its fill or rejection and sells what it bought.
  *
  * onCandle is the backtest hot path: the averages are plain numbers updated in
  * O(1) in place, and Decimal math happens only on a crossing.
@@ -12,7 +13,7 @@ import { Schema } from "effect"
 import { Decimal, toFloat, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import { smaPush, smaReady, smaValue, smaWindow, SmaWindowState, type SmaWindow } from "../src/strategy/indicators.js"
-import { FreeFunds, limitOrder, marketBuy, marketSell, positionChange, qtyForQuote, shiftBps, tradingPair } from "../src/strategy/orders.js"
+import { cancelOrder, FreeFunds, isCancellable, limitOrder, marketBuy, marketSell, positionChange, qtyForQuote, shiftBps, tradingPair } from "../src/strategy/orders.js"
 import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type StrategyView } from "../src/strategy/Strategy.js"
 
 const Params = Schema.Struct({
@@ -87,12 +88,14 @@ const exit = (state: State, price: Decimal, view: View): HandlerResult<State> =>
   state.exitDue = false
   if (state.exitTag !== null) return result(state)
   if (state.entryTag !== null) {
-    // The exit follows the entry's final update. A limit entry is cancelled first; a market entry
-    // cannot be (it fills or is rejected whole, and a fill it brings is sold then).
+    // The exit follows the entry's final update. A resting limit entry is cancelled first; a market
+    // entry cannot be (it fills or is rejected whole), and what it buys is sold once it is final.
+    // An entry missing from the view is already final: its update is on its way.
     state.exitDue = true
-    if (state.entryCancelSent || view.openOrders.get(state.entryTag)?.type === "market") return result(state)
+    const entry = view.openOrders.get(state.entryTag)
+    if (state.entryCancelSent || entry === undefined || !isCancellable(entry)) return result(state)
     state.entryCancelSent = true
-    return result(state, [{ type: "cancel", tag: state.entryTag }])
+    return result(state, [cancelOrder(entry)])
   }
   const rules = tradingPair(view, view.symbol)
   if (rules === undefined) {

@@ -20,7 +20,9 @@
  *    every minute in (t, T] that its cron expression matches (`onTimer`);
  * 4. intents are placed or cancelled at `T`; a refused placement is answered at
  *    once with an order update of kind `refused` and the venue's code, a cancel at
- *    once with kind `cancelled`;
+ *    once with kind `cancelled`; a cancel of a market order is refused by the
+ *    matching engine, as svc-venue and the daemon's engine refuse it, and the
+ *    order settles filled or rejected whole;
  * 5. equity is marked at the close: quote held plus base held times the close, in
  *    floating point for the statistics (`equityMarks`); the exact Decimal marks
  *    (`equity`) are worked out from the holdings only when read, and the final
@@ -366,7 +368,9 @@ class Run<P, S> {
   /**
    * A cancel answers at once (the venue's cancel answer carries the final kind), so
    * the tag is free again for the intents that follow it. A cancel of an order that
-   * already filled, or of a tag with no live order, changes nothing.
+   * already filled, of a market order (matched or rejected whole at settlement), or
+   * of a tag with no live order, changes nothing: the daemon refuses those without
+   * an update of the order too.
    */
   private cancel(tag: string, now: number): OrderUpdateEvent | undefined {
     const order = this.tracked.get(tag)

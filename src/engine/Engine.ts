@@ -84,10 +84,10 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       }
       if (settings.cancelOnStop) {
         const cancelsBy = by(0.8)
-        // Market orders are left to finish: the venue fills or rejects them whole.
-        const open = (yield* strategyOrders(undefined)).filter((o) => o.type !== "market")
-        for (const row of open) yield* journal.update(row.orderId, { cancelRequested: true }, yield* Clock.currentTimeMillis)
-        yield* Effect.forEach(open, execution.sendCancel, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
+        // Every order is marked before any cancel goes out, so a stop cut short still leaves them marked
+        // for the next start. Market orders are not marked: they are waited for below, filled or rejected whole.
+        const marked = (yield* Effect.forEach(yield* strategyOrders(undefined), execution.markCancel)).filter((row) => row !== undefined)
+        yield* Effect.forEach(marked, execution.sendCancel, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
         while ((yield* strategyOrders(undefined)).some((o) => o.clientOrderId !== null) && (yield* before(cancelsBy))) {
           yield* tracker.pollOnce.pipe(until(cancelsBy))
           yield* Effect.sleep(100)

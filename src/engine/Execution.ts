@@ -153,10 +153,19 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         return row
       })
 
+    /**
+     * The one way an order gets `cancelRequested`, which the tracker follows by sending the cancel
+     * (again) until the order is final. A market order is never marked (undefined): the venue fills
+     * or rejects it whole, so a cancel of it could only be refused. `sendCancel` sends marked orders only.
+     */
+    const markCancel = (row: OrderRow): Effect.Effect<OrderRow | undefined> =>
+      row.type === "market"
+        ? Effect.succeed(undefined)
+        : Effect.flatMap(Clock.currentTimeMillis, (now) => journal.update(row.orderId, { cancelRequested: true }, now))
+
     const sendCancel = (row: OrderRow) =>
       Effect.gen(function* () {
-        // A market order is matched or rejected whole by the venue; a cancel can only be refused.
-        if (row.clientOrderId === null || row.type === "market" || cancelsSent.has(row.orderId)) return
+        if (!row.cancelRequested || row.clientOrderId === null || cancelsSent.has(row.orderId)) return
         cancelsSent.add(row.orderId)
         yield* client.cancel(row.clientOrderId).pipe(
           Effect.tap(() =>
@@ -345,8 +354,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           return { _tag: "Refused", intentId, tag, reason: refusal?.reason ?? "unknown-tag", detail: refusal?.detail ?? "" } as const
         }
         // An order still being placed is cancelled as soon as the service names it.
-        const marked = yield* journal.update(order.orderId, { cancelRequested: true }, now)
-        if (marked.clientOrderId !== null) yield* FiberSet.run(sends, sendCancel(marked))
+        const marked = yield* markCancel(order)
+        if (marked !== undefined) yield* FiberSet.run(sends, sendCancel(marked))
         return { _tag: "Approved", intentId, tag, orderId: order.orderId } as const
       })
 
@@ -364,6 +373,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         ),
       /** Sends an order journaled in state `intent` (used by the startup reconcile for intents a crash left unsent). */
       send: (order: OrderRow) => FiberSet.run(sends, send(order)),
+      markCancel,
       sendCancel,
       move,
       /** Waits until every placement and cancel sent so far has its answer. */

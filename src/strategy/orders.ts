@@ -5,9 +5,9 @@
  * so a strategy simply places nothing when it cannot.
  */
 import { compare, Decimal, divideDown, ONE_BPS, quantize, sign, ZERO } from "../domain/Decimal.js"
-import type { LimitIntent, MarketIntent, StopLimitIntent } from "../domain/Intent.js"
-import type { Side } from "../svc/Dialect.js"
-import type { PairRules, StrategyView } from "./Strategy.js"
+import type { CancelIntent, LimitIntent, MarketIntent, StopLimitIntent } from "../domain/Intent.js"
+import type { OrderType, Side } from "../svc/Dialect.js"
+import type { OpenOrder, PairRules, StrategyView } from "./Strategy.js"
 
 /** The rules of `symbol` when it is trading; a halted or unknown pair places nothing. */
 export const tradingPair = (view: StrategyView, symbol: string): PairRules | undefined => {
@@ -115,6 +115,17 @@ export const marketSell = (
   if (!funds.take(rules.base, baseQty)) return undefined
   return { type: "market", tag: request.tag, symbol: rules.symbol, side: "sell", baseQty, maxSlippageBps: request.maxSlippageBps }
 }
+
+/**
+ * An open order a cancel can reach. A market order is not one: it fills within its
+ * maxSlippageBps or is rejected as a whole, so a cancel of it could only be refused.
+ */
+export type CancellableOrder = OpenOrder & { readonly type: Exclude<OrderType, "market"> }
+
+export const isCancellable = (order: OpenOrder): order is CancellableOrder => order.type !== "market"
+
+/** The cancel of a limit or stop-limit order; a market order does not type-check here (narrow with `isCancellable`). */
+export const cancelOrder = (order: CancellableOrder): CancelIntent => ({ type: "cancel", tag: order.tag })
 
 /** The base a fill adds to (buy) or removes from (sell) a position, net of a fee charged in base. */
 export const positionChange = (fill: { readonly side: Side; readonly baseQty: Decimal; readonly fee: Decimal; readonly feeAsset: string }, base: string): Decimal => {
