@@ -6,14 +6,11 @@
  * left open. A second loop runs against a weight limit small enough that the budget
  * runs out, so restarts meet budget waits at every phase.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { chaosSeed, seededRandom } from "../support/seed.js"
-import { events, killAll, query, svcbot, waitForEvent, type Run } from "../support/daemon.js"
+import { events, killAll, paperConfig, query, svcbot, waitForEvent, type Run } from "../support/daemon.js"
 import { startVenue, type LimitOverrides, type TestVenue } from "../support/venue.js"
-import { expectNothingLostOrDuplicated, report, verify } from "./verify.js"
+import { CHAOS_STRATEGIES, expectNothingLostOrDuplicated, report, verify } from "./verify.js"
 
 afterAll(killAll)
 const cleanups: Array<() => Promise<void> | void> = []
@@ -36,27 +33,15 @@ const crashLoop = async (name: string, loop: Loop) => {
   const random = seededRandom(seed)
   const venue: TestVenue = await startVenue({ tape: { kind: "synthetic", seed: 7 }, tickMs: 200, ...(loop.limits === undefined ? {} : { limits: loop.limits }), faults: { ...FAULTS, seed } })
   cleanups.push(() => venue.close())
-  const dir = mkdtempSync(join(tmpdir(), "svcbot-crash-loop-"))
-  const dbPath = join(dir, "svcbot.db")
-  const configPath = join(dir, "config.json")
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      mode: "paper",
-      venue: { embedded: false, baseUrl: venue.url },
-      database: { path: dbPath },
-      client: { requestTimeoutMs: 2000 },
-      // A placement a kill left half-sent may still be accepted until its signature leaves the
-      // receive window, so the startup reconcile waits that long for it (plus a second) before it
-      // calls it not placed: the window bounds how soon a restart can trade. 3 s keeps it short.
-      dialect: { recvWindowMs: 3000 },
-      engine: { cancelOnStop: true, reconcileIntervalMs: 2000, fillSyncIntervalMs: 2000 },
-      strategies: [
-        { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 500, params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002", retryAfterMs: 2000 } },
-        { id: "mm", strategy: "market-maker", symbol: "ETHUSDT", pollMs: 500, params: { halfSpreadBps: 15, orderQty: "0.05", maxInventory: "0.5", skewBps: 20, requoteBps: 5 } }
-      ]
-    })
-  )
+  const { configPath, dbPath } = paperConfig("crash-loop", venue.url, {
+    client: { requestTimeoutMs: 2000 },
+    // A placement a kill left half-sent may still be accepted until its signature leaves the
+    // receive window, so the startup reconcile waits that long for it (plus a second) before it
+    // calls it not placed: the window bounds how soon a restart can trade. 3 s keeps it short.
+    dialect: { recvWindowMs: 3000 },
+    engine: { cancelOnStop: true, reconcileIntervalMs: 2000, fillSyncIntervalMs: 2000 },
+    strategies: CHAOS_STRATEGIES
+  })
   const env = { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret }
   const runs: Array<Run> = []
   for (let kill = 0; kill < loop.kills; kill += 1) {

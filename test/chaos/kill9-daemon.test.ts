@@ -7,14 +7,11 @@
  * journal does not know, the ledger must equal the venue's fills row for row, and
  * the balances must agree.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { chaosSeed, seededRandom } from "../support/seed.js"
-import { killAll, pollUntil, svcbot } from "../support/daemon.js"
+import { killAll, paperConfig, pollUntil, svcbot } from "../support/daemon.js"
 import { startVenue } from "../support/venue.js"
-import { expectNothingLostOrDuplicated, report, verify } from "./verify.js"
+import { CHAOS_STRATEGIES, expectNothingLostOrDuplicated, report, verify } from "./verify.js"
 
 const KILLS = 3
 
@@ -30,21 +27,7 @@ describe("chaos: kill -9 of svcbot run", () => {
   it("random SIGKILLs and restarts of the daemon lose nothing and duplicate nothing", async () => {
     const venue = await startVenue({ tape: { kind: "synthetic", seed: 7 }, tickMs: 200, faults: { dropAcceptedRatio: 0.3, seed: 5 } })
     cleanups.push(() => venue.close())
-    const dir = mkdtempSync(join(tmpdir(), "svcbot-kill9-"))
-    const configPath = join(dir, "config.json")
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        mode: "paper",
-        venue: { embedded: false, baseUrl: venue.url },
-        database: { path: join(dir, "svcbot.db") },
-        engine: { cancelOnStop: true, reconcileIntervalMs: 2000 },
-        strategies: [
-          { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 500, params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002", retryAfterMs: 2000 } },
-          { id: "mm", strategy: "market-maker", symbol: "ETHUSDT", pollMs: 500, params: { halfSpreadBps: 15, orderQty: "0.05", maxInventory: "0.5", skewBps: 20, requoteBps: 5 } }
-        ]
-      })
-    )
+    const { configPath, dbPath } = paperConfig("kill9", venue.url, { engine: { cancelOnStop: true, reconcileIntervalMs: 2000 }, strategies: CHAOS_STRATEGIES })
     const env = { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret }
     const seed = chaosSeed()
     const random = seededRandom(seed)
@@ -61,7 +44,7 @@ describe("chaos: kill -9 of svcbot run", () => {
     const last = svcbot(["run", "--config", configPath, "--for", "8s"], env)
     expect(await last.exit, last.stderr.join("")).toBe(0)
 
-    const verdict = await verify(venue, join(dir, "svcbot.db"))
+    const verdict = await verify(venue, dbPath)
     console.log(`${report("kill -9 of svcbot run", verdict)}; kills ${KILLS}, seed ${seed}`)
     expect(verdict.venueOrders).toBeGreaterThan(0)
     expectNothingLostOrDuplicated(verdict)

@@ -10,6 +10,12 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import type { FillTableRow } from "../../src/store/FillLedger.js"
 import { admin, type TestVenue } from "../support/venue.js"
 
+/** The chaos runs' strategies: a grid on BTC and a market maker on ETH, both placing and cancelling all the time. */
+export const CHAOS_STRATEGIES = [
+  { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 500, params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002", retryAfterMs: 2000 } },
+  { id: "mm", strategy: "market-maker", symbol: "ETHUSDT", pollMs: 500, params: { halfSpreadBps: 15, orderQty: "0.05", maxInventory: "0.5", skewBps: 20, requoteBps: 5 } }
+]
+
 export const START_BALANCES: Readonly<Record<string, string>> = { USDT: "100000", BTC: "2", ETH: "20" }
 const PAIRS: Readonly<Record<string, readonly [string, string]>> = { BTCUSDT: ["BTC", "USDT"], ETHUSDT: ["ETH", "USDT"] }
 

@@ -13,9 +13,6 @@
  * read from the daemon's own SQLite file and the venue's admin routes.
  */
 import { Either } from "effect"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { runBacktest } from "../../src/backtest/Backtest.js"
 import { compareFills, describeMismatches } from "../../src/backtest/Parity.js"
@@ -26,7 +23,7 @@ import { decodeAccounts, devAccounts, toPairSpec } from "../../src/venue/Account
 import type { Candle } from "../../src/venue/Matching.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
-import { events, killAll, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
+import { events, killAll, paperConfig, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
 import { comparable, devBacktest, venueFillRows, venuePnl } from "../support/parity.js"
 import { startVenue } from "../support/venue.js"
 
@@ -79,19 +76,11 @@ const playBoth = async (rawParams: Record<string, unknown>, tape: ReadonlyArray<
 
   const venue = await startVenue({ tape: { kind: "csv", candles }, tickMs: 0, settleMs: 50, limits: { ordersPer10s: 10_000, weightPerMinute: 1_000_000 } })
   try {
-    const dir = mkdtempSync(join(tmpdir(), "svcbot-parity-"))
-    const dbPath = join(dir, "svcbot.db")
-    const configPath = join(dir, "config.json")
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        mode: "paper",
-        venue: { embedded: false, baseUrl: venue.url, settleMs: 50 },
-        database: { path: dbPath },
-        engine: { cancelOnStop: true, fillSyncIntervalMs: 1000 },
-        strategies: [{ id: "parity-sma", strategy: "sma-crossover", symbol: "BTCUSDT", candleInterval: "1m", pollMs: 250, params: rawParams }]
-      })
-    )
+    const { configPath, dbPath } = paperConfig("parity", venue.url, {
+      venue: { settleMs: 50 },
+      engine: { cancelOnStop: true, fillSyncIntervalMs: 1000 },
+      strategies: [{ id: "parity-sma", strategy: "sma-crossover", symbol: "BTCUSDT", candleInterval: "1m", pollMs: 250, params: rawParams }]
+    })
     const run = svcbot(["run", "--config", configPath], { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret })
     await waitForEvent(run, "config.loaded", 60_000)
 

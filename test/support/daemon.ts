@@ -8,11 +8,32 @@
  */
 import BetterSqlite3 from "better-sqlite3"
 import { spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
+import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { setTimeout as delay } from "node:timers/promises"
 
 export const ROOT = resolve(import.meta.dirname, "../..")
+
+export interface PaperSetup {
+  readonly dir: string
+  readonly configPath: string
+  readonly dbPath: string
+}
+
+/**
+ * A paper-mode config against an external test venue, in a fresh directory with its own
+ * database; `rest` adds or overrides fields (a `venue` given here is merged into the URL's).
+ */
+export const paperConfig = (prefix: string, venueUrl: string, rest: Record<string, unknown>): PaperSetup => {
+  const dir = mkdtempSync(join(tmpdir(), `svcbot-${prefix}-`))
+  const dbPath = join(dir, "svcbot.db")
+  const configPath = join(dir, "config.json")
+  const { venue, ...others } = rest as { venue?: Record<string, unknown> }
+  writeFileSync(configPath, JSON.stringify({ mode: "paper", venue: { embedded: false, baseUrl: venueUrl, ...venue }, database: { path: dbPath }, ...others }))
+  return { dir, configPath, dbPath }
+}
 
 export interface Run {
   readonly child: ChildProcess

@@ -8,23 +8,9 @@ import { decodeParams, defineStrategy, result, type StrategyDefinition } from ".
 import type { Candle, PairSpec } from "../../src/venue/Matching.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
+import { d, MIN, T0, testPair } from "../support/pair.js"
 
-const d = (text: string | number) => new Decimal(text)
-const T0 = 1_700_000_040_000
-const MIN = 60_000
-
-/** A pair whose synthetic book is one basis point per level and deep enough to fill any test order on its first level. */
-const pair: PairSpec = {
-  symbol: "BTCUSDT",
-  base: "BTC",
-  quote: "USDT",
-  tickSize: d("0.01"),
-  stepSize: d("0.001"),
-  minBaseQty: d("0.001"),
-  minNotional: d("5"),
-  status: "trading",
-  depthNotional: d("10000000")
-}
+const pair: PairSpec = testPair
 
 const candle = (i: number, open: string, high: string, low: string, close: string): Candle => ({
   openTimeMs: T0 + i * MIN,

@@ -7,14 +7,13 @@
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { runBacktest } from "../../src/backtest/Backtest.js"
-import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { cancelOrder, isCancellable } from "../../src/strategy/orders.js"
 import { defineStrategy, result } from "../../src/strategy/Strategy.js"
 import { openOrderOf } from "../../src/strategy/testing.js"
-import type { Candle, PairSpec } from "../../src/venue/Matching.js"
+import type { Candle } from "../../src/venue/Matching.js"
+import { d, MIN, T0, testPair } from "../support/pair.js"
 
-const d = (text: string) => new Decimal(text)
 
 const marketBuy: Intent = { type: "market", tag: "entry", symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("1000"), maxSlippageBps: 50 }
 const bid: Intent = { type: "limit", tag: "bid", symbol: "BTCUSDT", side: "buy", baseQty: d("1"), limitPrice: d("90") }
@@ -33,19 +32,7 @@ describe("the cancel helper", () => {
 })
 
 describe("a backtest", () => {
-  const T0 = 1_700_000_040_000
-  const MIN = 60_000
-  const pair: PairSpec = {
-    symbol: "BTCUSDT",
-    base: "BTC",
-    quote: "USDT",
-    tickSize: d("0.01"),
-    stepSize: d("0.001"),
-    minBaseQty: d("0.001"),
-    minNotional: d("5"),
-    status: "trading",
-    depthNotional: d("10000000")
-  }
+  const pair = testPair
   const candles: Array<Candle> = [0, 1, 2].map((i) => ({ openTimeMs: T0 + i * MIN, open: d("100"), high: d("100"), low: d("100"), close: d("100"), volume: d("1") }))
 
   it("refuses a cancel of a market order placed in the same moment: it fills whole, no update says cancelled", () => {
