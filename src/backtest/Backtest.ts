@@ -27,6 +27,23 @@
  *    floating point for the statistics (`equityMarks`); the exact Decimal marks
  *    (`equity`) are worked out from the holdings only when read, and the final
  *    equity, from which PnL follows, is always exact.
+ *
+ * Replaying a recorded paper run (`tape`, `timing`): to judge paper trading fill
+ * for fill, the run can be given the venue's own price steps. Inside each candle's
+ * window (t, T] the recorded steps replace the candle path (step 2), played as the
+ * venue plays them: at each step time, every order whose settlement time has come
+ * settles (each at its own time, against the price in effect then), then the step's
+ * price moves the book; steps of one time are played together, as one venue tick.
+ * Fills and order updates a step brings are delivered at once, at the step's time
+ * (`view.now`), so a strategy answering a fill places its intents then, not at the
+ * close; settlements after the window's last step are delivered at `T` (step 1).
+ * A window without steps moves no price: the tape, not the candle, decides. The
+ * candle, ticker and timers stay at `T`, and steps outside every window are
+ * ignored. `timing` gives, per placement intent (its tag and how many placement
+ * intents of that tag came before it), the time its order reached the venue; the
+ * order is placed with that time when it is later than the intent, so it stays
+ * pending, unseen by the steps, until that time plus the settle delay. Each order's
+ * intent is in `placements`, so fills compare intent by intent (`Parity.ts`).
  */
 import { Data, Either } from "effect"
 import cron from "node-cron"
@@ -63,6 +80,31 @@ export interface BacktestSetup<P = unknown, S = unknown> {
   readonly intervalMs: number
   /** The instance's cron `schedule`, firing `onTimer` with the timer name "schedule". */
   readonly schedule?: string
+  /** The venue's price steps of a recorded run, by time: played instead of the candle paths (see the header). */
+  readonly tape?: ReadonlyArray<TapeStep>
+  /** When each placement intent's order reached the venue in a recorded run. */
+  readonly timing?: ReplayTiming
+}
+
+/** One price step of the venue's tape, on the venue's clock. */
+export interface TapeStep {
+  readonly timeMs: number
+  readonly price: Decimal
+}
+
+export interface ReplayTiming {
+  /**
+   * When the order of the `occurrence`-th placement intent with this tag (0-based,
+   * counting every placement intent of the tag in the run, refused or not) reached
+   * the venue; undefined when the recording has no such order.
+   */
+  placedAt(tag: string, occurrence: number): number | undefined
+}
+
+/** The placement intent an order came from: its tag and how many placement intents of that tag came before it. */
+export interface Placement {
+  readonly tag: string
+  readonly occurrence: number
 }
 
 export interface OrderCounts {
@@ -84,6 +126,8 @@ export interface BacktestResult {
   readonly metrics: Metrics
   readonly balances: ReadonlyMap<string, Balance>
   readonly orders: Readonly<OrderCounts>
+  /** The intent behind every order the run placed, by its clientOrderId. */
+  readonly placements: ReadonlyMap<string, Placement>
 }
 
 /** A handler threw; the run stops there, as the daemon would pause the instance. */
@@ -166,13 +210,19 @@ const openOrderOf = (intent: PlaceIntent, clientOrderId: string): OpenOrder => (
 class Run<P, S> {
   private readonly engine: MatchingEngine
   private readonly strategy: StrategyDefinition<P, S>
+  private readonly timing: ReplayTiming | undefined
   private readonly symbol: string
   private readonly view: MutableView<P>
   private readonly balances = new Map<string, Balance>()
   private readonly openOrders = new Map<string, OpenOrder>()
   private readonly lastPrices = new Map<string, Decimal>()
   private readonly tracked = new Map<string, Tracked>()
-  private readonly tagOf = new Map<string, string>()
+  /** By clientOrderId. */
+  readonly placements = new Map<string, Placement>()
+  /** Placement intents seen per tag, refused ones included: the next intent's `occurrence`. */
+  private readonly occurrences = new Map<string, number>()
+  /** Tape mode: the first step not played yet. */
+  private nextStep = 0
   private readonly fillLog: Array<RunFill> = []
   /** Order updates that answer intents at the moment they are placed: refusals and cancels. */
   private readonly answers: Array<OrderUpdateEvent> = []
@@ -192,6 +242,7 @@ class Run<P, S> {
   constructor(private readonly setup: BacktestSetup<P, S>, firstPrice: Decimal, startMs: number) {
     const pair = setup.pair
     this.strategy = setup.strategy
+    this.timing = setup.timing
     this.symbol = pair.symbol
     this.engine = new MatchingEngine({ pairs: [pair], fees: setup.fees, settleDelayMs: setup.settleDelayMs, prices: { [pair.symbol]: firstPrice } })
     this.engine.openAccount(UID)
@@ -277,11 +328,15 @@ class Run<P, S> {
     this.holdingsReads += 1
   }
 
-  /** Step 1: settlements due before the candle closes, each at its own time. */
-  private settleBefore(closeMs: number): boolean {
+  /**
+   * Settlements due before `limitMs`, or also at it when `atLimit`, each at its own
+   * time: step 1 settles what falls before the close; a tape step settles what falls
+   * due up to its time, as the venue settles before it moves the price.
+   */
+  private settleUntil(limitMs: number, atLimit: boolean): boolean {
     let settled = false
     let next = this.engine.nextSettlementAt()
-    while (next !== undefined && next < closeMs) {
+    while (next !== undefined && (next < limitMs || (atLimit && next === limitMs))) {
       this.engine.settleDue(next)
       settled = true
       next = this.engine.nextSettlementAt()
@@ -291,8 +346,33 @@ class Run<P, S> {
 
   /** Steps 1 to 4 for one candle. */
   candle(candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
-    const settled = this.settleBefore(closeMs)
+    const settled = this.settleUntil(closeMs, false)
     this.engine.onCandle(this.symbol, candle, closeMs)
+    this.atClose(candle, closeMs, settled, event, timers)
+  }
+
+  /** Steps 1 to 4 for one candle in tape mode: the recorded steps of its window instead of its path. */
+  replayCandle(tape: ReadonlyArray<TapeStep>, candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
+    let at = this.nextStep
+    while (at < tape.length && tape[at]!.timeMs <= candle.openTimeMs) at++
+    while (at < tape.length && tape[at]!.timeMs <= closeMs) {
+      const stepMs = tape[at]!.timeMs
+      const settled = this.settleUntil(stepMs, true)
+      // Steps of one time are one venue tick: the strategy can answer only after all of them.
+      do this.engine.onPrice(this.symbol, tape[at++]!.price, stepMs)
+      while (at < tape.length && tape[at]!.timeMs === stepMs)
+      if (this.tracked.size > 0) {
+        this.view.now = stepMs
+        this.intentsThisMoment = 0
+        this.deliverOrderProgress(settled)
+      }
+    }
+    this.nextStep = at
+    this.atClose(candle, closeMs, this.settleUntil(closeMs, false), event, timers)
+  }
+
+  /** Steps 3 and 4: what the strategy hears at the close, and the intents it answers with. */
+  private atClose(candle: Candle, closeMs: number, settled: boolean, event: CandleEvent, timers: ReadonlyArray<number>): void {
     this.view.now = closeMs
     this.lastPrices.set(this.symbol, candle.close)
     this.intentsThisMoment = 0
@@ -346,11 +426,15 @@ class Run<P, S> {
         }
         continue
       }
+      const occurrence = this.occurrences.get(intent.tag) ?? 0
+      this.occurrences.set(intent.tag, occurrence + 1)
       if (this.tracked.has(intent.tag)) {
         this.refused(intent.tag, TAG_IN_USE)
         continue
       }
-      const placed = this.engine.place(UID, toRequest(intent), now)
+      // A recorded order that reached the venue after the intent settles that much later, as it did there.
+      const placedAt = this.timing?.placedAt(intent.tag, occurrence)
+      const placed = this.engine.place(UID, toRequest(intent), placedAt !== undefined && placedAt > now ? placedAt : now)
       if (!placed.ok) {
         this.refused(intent.tag, placed.code)
         continue
@@ -359,7 +443,7 @@ class Run<P, S> {
       const stop = intent.type === "stop-limit"
       if (stop) this.waitingStops += 1
       this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, stop, kind: "pending", filledBaseQty: ZERO })
-      this.tagOf.set(placed.clientOrderId, intent.tag)
+      this.placements.set(placed.clientOrderId, { tag: intent.tag, occurrence })
       this.openOrders.set(intent.tag, openOrderOf(intent, placed.clientOrderId))
     }
     if (cancelled) this.refreshBalances()
@@ -442,7 +526,7 @@ class Run<P, S> {
       const fill = page[i]!
       // One object is both the strategy's fill event and the run's fill record.
       const event: RunFill = {
-        tag: this.tagOf.get(fill.clientOrderId) ?? fill.clientOrderId,
+        tag: this.placements.get(fill.clientOrderId)?.tag ?? fill.clientOrderId,
         fillId: fill.fillId,
         clientOrderId: fill.clientOrderId,
         side: fill.side,
@@ -475,6 +559,14 @@ const checkSetup = (setup: BacktestSetup<any, any>): void => {
   }
   if (setup.schedule !== undefined && setup.intervalMs % MINUTE_MS !== 0) {
     throw new BacktestSetupInvalid({ message: "a cron schedule needs candles of whole minutes" })
+  }
+  const tape = setup.tape ?? []
+  for (let i = 0; i < tape.length; i++) {
+    const timeMs = tape[i]!.timeMs
+    if (!Number.isFinite(timeMs)) throw new BacktestSetupInvalid({ message: `tape step ${i} has no time (${timeMs})` })
+    if (i > 0 && timeMs < tape[i - 1]!.timeMs) {
+      throw new BacktestSetupInvalid({ message: `the tape must be sorted by time: step ${i} at ${timeMs} comes after step ${i - 1} at ${tape[i - 1]!.timeMs}` })
+    }
   }
   const others = (setup.strategy.symbols?.(setup.params) ?? []).filter((symbol) => symbol !== setup.pair.symbol)
   if (others.length > 0) {
@@ -520,6 +612,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const minNotional = setup.pair.minNotional
     const minNotionalFloat = toFloat(minNotional)
     const noTimers: ReadonlyArray<number> = []
+    const tape = setup.tape
     let inMarketCandles = 0
     for (let i = 0; i < candles.length; i++) {
       const candle = candles[i]!
@@ -530,21 +623,18 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
         for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (matches(minute)) due.push(minute)
         timers = due
       }
-      run.candle(
-        candle,
-        closeMs,
-        {
-          symbol: setup.pair.symbol,
-          interval,
-          openTime: candle.openTimeMs,
-          open: candle.open,
-          high: candle.high,
-          low: candle.low,
-          close: candle.close,
-          volume: candle.volume
-        },
-        timers
-      )
+      const event: CandleEvent = {
+        symbol: setup.pair.symbol,
+        interval,
+        openTime: candle.openTimeMs,
+        open: candle.open,
+        high: candle.high,
+        low: candle.low,
+        close: candle.close,
+        volume: candle.volume
+      }
+      if (tape === undefined) run.candle(candle, closeMs, event, timers)
+      else run.replayCandle(tape, candle, closeMs, event, timers)
       if (run.holdingsVersion !== holdingsSeen) {
         holdingsSeen = run.holdingsVersion
         holdings.push({ from: i, base: run.base, quote: run.quote })
@@ -586,7 +676,8 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
       equityMarks,
       metrics,
       balances: run.finalBalances,
-      orders: run.counts
+      orders: run.counts,
+      placements: run.placements
     })
   } catch (error) {
     if (error instanceof StrategyFailed || error instanceof BacktestSetupInvalid) return Either.left(error)

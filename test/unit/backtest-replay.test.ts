@@ -1,0 +1,311 @@
+/**
+ * Replaying a recorded paper run: the venue's price steps decide the fills instead
+ * of the candle paths, a recorded placement time delays an order's settlement as
+ * it was delayed at the venue, a strategy hears a step's fills at the step's time,
+ * and fills are compared intent by intent.
+ */
+import { Either, Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import { type BacktestResult, type BacktestSetup, type ReplayTiming, runBacktest, type TapeStep, TAG_IN_USE } from "../../src/backtest/Backtest.js"
+import { compareFillsByIntent, describeIntentMismatches, fillsByIntent, type IntentFill } from "../../src/backtest/Parity.js"
+import { Decimal } from "../../src/domain/Decimal.js"
+import type { Intent } from "../../src/domain/Intent.js"
+import { defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
+import type { Candle, PairSpec } from "../../src/venue/Matching.js"
+
+const d = (text: string | number) => new Decimal(text)
+const T0 = 1_700_000_040_000
+const MIN = 60_000
+const SEC = 1000
+/** The close of candle `i`, when the strategy hears it and places what it answers. */
+const close = (i: number) => T0 + (i + 1) * MIN
+
+/** One basis point per book level (at least a tick) and deep enough to fill any test order on its first level. */
+const pair: PairSpec = {
+  symbol: "BTCUSDT",
+  base: "BTC",
+  quote: "USDT",
+  tickSize: d("0.01"),
+  stepSize: d("0.001"),
+  minBaseQty: d("0.001"),
+  minNotional: d("5"),
+  status: "trading",
+  depthNotional: d("10000000")
+}
+
+const candle = (i: number, open: string, high: string, low: string, closePrice: string): Candle => ({
+  openTimeMs: T0 + i * MIN,
+  open: d(open),
+  high: d(high),
+  low: d(low),
+  close: d(closePrice),
+  volume: d("1")
+})
+
+const flat = (n: number, price = "100"): Array<Candle> => Array.from({ length: n }, (_, i) => candle(i, price, price, price, price))
+
+/** Steps of candle `i`'s window: [seconds after its open, price]. */
+const steps = (i: number, ...points: ReadonlyArray<readonly [number, string]>): Array<TapeStep> =>
+  points.map(([seconds, price]) => ({ timeMs: T0 + i * MIN + seconds * SEC, price: d(price) }))
+
+interface Heard {
+  readonly lines: Array<string>
+  candles: number
+}
+
+/**
+ * Places the intents scripted for each candle index, answers fills with `onFillIntents`,
+ * and records what it hears with the tape time it heard it at (seconds after T0).
+ */
+const scripted = (
+  script: Record<number, ReadonlyArray<Intent>>,
+  onFillIntents: (tag: string, baseQty: Decimal) => ReadonlyArray<Intent> = () => []
+): StrategyDefinition<unknown, Heard> =>
+  defineStrategy({
+    name: "scripted",
+    version: "1",
+    params: Schema.Unknown,
+    state: Schema.Any,
+    init: () => ({ lines: [], candles: 0 }),
+    onCandle: (state: Heard, event, view) => {
+      state.lines.push(`${at(view.now)} candle ${(event.openTime - T0) / MIN}`)
+      const intents = script[state.candles] ?? []
+      state.candles += 1
+      return result(state, intents)
+    },
+    onFill: (state: Heard, fill, view) => {
+      state.lines.push(`${at(view.now)} fill ${fill.tag} ${fill.side} ${fill.baseQty.toFixed()} @ ${fill.price.toFixed()} ${fill.liquidity} t=${at(fill.time)}`)
+      return result(state, onFillIntents(fill.tag, fill.baseQty))
+    },
+    onOrderUpdate: (state: Heard, update, view) => {
+      state.lines.push(`${at(view.now)} update ${update.tag} ${update.kind}${update.code === undefined ? "" : ` ${update.code}`}`)
+      return result(state)
+    }
+  })
+
+const at = (ms: number): string => `${(ms - T0) / SEC}s`
+
+const setup = (strategy: StrategyDefinition<unknown, Heard>, candles: ReadonlyArray<Candle>, extra: Partial<BacktestSetup<unknown, Heard>> = {}): BacktestSetup<unknown, Heard> => ({
+  strategy,
+  params: {},
+  pair,
+  fees: { maker: d("0.001"), taker: d("0.002") },
+  settleDelayMs: 50,
+  balances: { USDT: d("10000"), BTC: d("10") },
+  candles,
+  intervalMs: MIN,
+  ...extra
+})
+
+/** The run's result and what the strategy heard. */
+const run = (s: BacktestSetup<unknown, Heard>): { readonly out: BacktestResult; readonly heard: ReadonlyArray<string> } => {
+  let heard: Heard | undefined
+  const spy: StrategyDefinition<unknown, Heard> = { ...s.strategy, init: (p, v) => (heard = s.strategy.init(p, v)) }
+  const outcome = runBacktest({ ...s, strategy: spy })
+  if (Either.isLeft(outcome)) throw outcome.left
+  return { out: outcome.right, heard: heard!.lines }
+}
+
+const fillsOf = (out: BacktestResult): ReadonlyArray<string> =>
+  out.fills.map((f) => `${f.tag} ${f.side} ${f.baseQty.toFixed()} @ ${f.price.toFixed()} ${f.liquidity} fee ${f.fee.toFixed()} t=${at(f.time)}`)
+
+const timingOf = (times: Record<string, number>): ReplayTiming => ({ placedAt: (tag, occurrence) => times[`${tag}#${occurrence}`] })
+
+const bid = (tag: string, price: string, qty = "2"): Intent => ({ type: "limit", tag, symbol: "BTCUSDT", side: "buy", baseQty: d(qty), limitPrice: d(price) })
+const marketBuy = (tag: string): Intent => ({ type: "market", tag, symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("1000"), maxSlippageBps: 50 })
+
+describe("a recorded tape decides fills instead of the candle paths", () => {
+  it("fills a resting bid at the step that dips through it, not at a candle low the steps never visit", () => {
+    // Candle 1 reports a low of 98, but the venue's steps in its window only went down to 99.5.
+    const candles = [candle(0, "100", "100", "100", "100"), candle(1, "100", "100.5", "98", "100"), candle(2, "100", "100", "98.9", "100"), candle(3, "100", "100", "100", "100")]
+    const tape = [...steps(0, [30, "100"]), ...steps(1, [10, "99.8"], [30, "99.5"], [50, "100"]), ...steps(2, [15, "99.6"], [40, "98.9"], [55, "100"])]
+    const strategy = scripted({ 0: [bid("bid", "99")] })
+
+    // The candle path of candle 1 passes 98: the whole bid fills there, at its close.
+    expect(fillsOf(run(setup(strategy, candles)).out)).toEqual(["bid buy 2 @ 99 maker fee 0.002 t=120s"])
+
+    const replay = run(setup(strategy, candles, { tape }))
+    // The steps pass 99 only at 98.9, 40 s into candle 2: the whole bid fills as maker at its limit then.
+    expect(fillsOf(replay.out)).toEqual([`bid buy 2 @ 99 maker fee 0.002 t=${60 + 60 + 40}s`])
+    expect(replay.heard).toEqual(["60s candle 0", "70s update bid resting", "120s candle 1", "160s fill bid buy 2 @ 99 maker t=160s", "160s update bid fill", "180s candle 2", "240s candle 3"])
+  })
+
+  it("ignores steps before the first candle and after the last close, and refuses an unsorted tape", () => {
+    const strategy = scripted({ 0: [bid("bid", "99")] })
+    const outside = [{ timeMs: T0 - SEC, price: d("50") }, ...steps(1, [30, "99.5"]), { timeMs: close(2) + SEC, price: d("50") }]
+    const { out } = run(setup(strategy, flat(3), { tape: outside }))
+    expect(out.fills).toEqual([])
+    const unsorted = runBacktest(setup(strategy, flat(3), { tape: [...steps(1, [30, "99.5"], [20, "99"])] }))
+    expect(Either.isLeft(unsorted) && unsorted.left.message).toBe(
+      `the tape must be sorted by time: step 1 at ${T0 + MIN + 20 * SEC} comes after step 0 at ${T0 + MIN + 30 * SEC}`
+    )
+  })
+})
+
+describe("recorded placement times", () => {
+  const tape = [...steps(1, [10, "101"], [20, "102"], [30, "103"], [40, "104"])]
+
+  it("settles a market order placed later than its intent at the price in effect at placedAt + settle delay", () => {
+    const strategy = scripted({ 0: [marketBuy("buy")] })
+    // Placed at the intent (candle 0's close), it settles 50 ms later against the last price, candle 0's open: the first ask is 100.01.
+    expect(fillsOf(run(setup(strategy, flat(3), { tape })).out)).toEqual(["buy buy 9.999 @ 100.01 taker fee 0.019998 t=60.05s"])
+
+    // Reaching the venue 25 s after the intent, it settles 25.05 s into candle 1, when the price was 102 (ask spacing 0.02).
+    // 9.802 × 102.02 = 1000.00004 is more than 1000: 9.801 it is.
+    const late = run(setup(strategy, flat(3), { tape, timing: timingOf({ "buy#0": close(0) + 25 * SEC }) }))
+    expect(fillsOf(late.out)).toEqual(["buy buy 9.801 @ 102.02 taker fee 0.019602 t=85.05s"])
+    // Heard at the next step after it settled, not at the close.
+    expect(late.heard).toEqual(["60s candle 0", "90s fill buy buy 9.801 @ 102.02 taker t=85.05s", "90s update buy fill", "120s candle 1", "180s candle 2"])
+
+    // Moved past the step at 30 s, it settles against 103 instead: 1000 / 103.02 = 9.7068..., stepped down to 9.706.
+    const later = run(setup(strategy, flat(3), { tape, timing: timingOf({ "buy#0": close(0) + 35 * SEC }) }))
+    expect(fillsOf(later.out)).toEqual(["buy buy 9.706 @ 103.02 taker fee 0.019412 t=95.05s"])
+  })
+
+  it("places at the intent's moment when the recorded time is missing or not later", () => {
+    const strategy = scripted({ 0: [marketBuy("buy")] })
+    const earlier = run(setup(strategy, flat(3), { tape, timing: timingOf({ "buy#0": close(0) - 5 * SEC }) }))
+    expect(fillsOf(earlier.out)).toEqual(["buy buy 9.999 @ 100.01 taker fee 0.019998 t=60.05s"])
+    const missing = run(setup(strategy, flat(3), { tape, timing: timingOf({}) }))
+    expect(fillsOf(missing.out)).toEqual(fillsOf(earlier.out))
+  })
+
+  it("keeps a late-placed bid pending, unseen by the steps, until it settles", () => {
+    const dips = [...steps(1, [10, "98.5"], [20, "100"], [30, "99.5"], [40, "98.8"])]
+    const strategy = scripted({ 0: [bid("bid", "99")] })
+    // Placed at the intent, the bid rests from 60.05 s and the dip to 98.5 at 70 s fills it.
+    expect(fillsOf(run(setup(strategy, flat(3), { tape: dips })).out)).toEqual(["bid buy 2 @ 99 maker fee 0.002 t=70s"])
+    // Reaching the venue at 85 s, it misses that dip, settles against 100 (no ask at or below 99), rests, and the dip to 98.8 fills it.
+    const late = run(setup(strategy, flat(3), { tape: dips, timing: timingOf({ "bid#0": close(0) + 25 * SEC }) }))
+    expect(fillsOf(late.out)).toEqual(["bid buy 2 @ 99 maker fee 0.002 t=100s"])
+    expect(late.heard).toEqual(["60s candle 0", "90s update bid resting", "100s fill bid buy 2 @ 99 maker t=100s", "100s update bid fill", "120s candle 1", "180s candle 2"])
+  })
+
+  it("settles orders by their own settlement times when a later intent reached the venue first", () => {
+    const strategy = scripted({ 0: [marketBuy("first"), marketBuy("second")] })
+    const timing = timingOf({ "first#0": close(0) + 35 * SEC, "second#0": close(0) + 15 * SEC })
+    const { out } = run(setup(strategy, flat(3), { tape, timing }))
+    // The second settles first, at 75.05 s against 101 (ask spacing 0.02): 1000 / 101.02 = 9.899...; the first at 95.05 s against 103.
+    expect(fillsOf(out)).toEqual(["second buy 9.899 @ 101.02 taker fee 0.019798 t=75.05s", "first buy 9.706 @ 103.02 taker fee 0.019412 t=95.05s"])
+  })
+})
+
+describe("a strategy answering a fill in tape mode", () => {
+  it("hears a step's fill at the step's time, and its answer settles from there", () => {
+    const tape = [...steps(1, [10, "100"], [20, "98.9"], [25, "97"], [40, "99"])]
+    const exit = (tag: string, qty: Decimal): ReadonlyArray<Intent> =>
+      tag === "bid" ? [{ type: "market", tag: "exit", symbol: "BTCUSDT", side: "sell", baseQty: qty, maxSlippageBps: 50 }] : []
+    const strategy = scripted({ 0: [bid("bid", "99")] }, exit)
+    const { out, heard } = run(setup(strategy, flat(3), { tape }))
+    // The bid fills at 80 s; the exit, placed then, settles 50 ms later against 98.9: the first bid of the book is 98.89.
+    // 2 × 98.89 = 197.78 quote, taker fee 0.2 % of it.
+    expect(fillsOf(out)).toEqual(["bid buy 2 @ 99 maker fee 0.002 t=80s", "exit sell 2 @ 98.89 taker fee 0.39556 t=80.05s"])
+    expect(heard).toEqual([
+      "60s candle 0",
+      "70s update bid resting",
+      "80s fill bid buy 2 @ 99 maker t=80s",
+      "80s update bid fill",
+      "85s fill exit sell 2 @ 98.89 taker t=80.05s",
+      "85s update exit fill",
+      "120s candle 1",
+      "180s candle 2"
+    ])
+    // Without the tape the bid fills only on a candle path (never: the candles are flat at 100) and nothing answers.
+    expect(run(setup(strategy, flat(3))).out.fills).toEqual([])
+  })
+})
+
+describe("placements", () => {
+  it("ties every order to its intent, counting every placement intent of a tag, refused ones included", () => {
+    const strategy = scripted({
+      0: [bid("bid", "90")],
+      // The tag still names the resting bid: refused, and still occurrence 1.
+      1: [bid("bid", "91")],
+      2: [{ type: "cancel", tag: "bid" }, bid("bid", "99"), bid("tiny", "99", "0.001")],
+      3: [bid("tiny", "99")]
+    })
+    const asked: Array<string> = []
+    const timing: ReplayTiming = {
+      placedAt: (tag, occurrence) => {
+        asked.push(`${tag}#${occurrence}`)
+        return undefined
+      }
+    }
+    const tape = [...steps(3, [30, "98"])]
+    const { out, heard } = run(setup(strategy, flat(5), { tape, timing }))
+    expect(heard.filter((line) => line.includes("refused"))).toEqual([`120s update bid refused ${TAG_IN_USE}`, "180s update tiny refused INVALID_PARAMETER"])
+    // A tag in use is refused before it could reach the venue; the engine's own refusals were placements the venue answered.
+    expect(asked).toEqual(["bid#0", "bid#2", "tiny#0", "tiny#1"])
+    expect([...out.placements.values()]).toEqual([
+      { tag: "bid", occurrence: 0 },
+      { tag: "bid", occurrence: 2 },
+      { tag: "tiny", occurrence: 1 }
+    ])
+    expect(out.fills.map((f) => out.placements.get(f.clientOrderId))).toEqual([
+      { tag: "bid", occurrence: 2 },
+      { tag: "tiny", occurrence: 1 }
+    ])
+    // bid#2 rests from 180.05 s and the step to 98 at 210 s fills it; tiny#1 settles at 240.05 s against 98 and takes the ask 98.01.
+    expect(fillsByIntent(out.fills, out.placements).map((f) => `${f.intent} ${f.price.toFixed()} ${f.liquidity}`)).toEqual(["bid#2 99 maker", "tiny#1 98.01 taker"])
+  })
+})
+
+describe("without tape and timing the run is unchanged", () => {
+  it("buys at market, sells on a limit the next candle passes, and ends with the equity worked out by hand", () => {
+    const candles = [candle(0, "100", "100", "100", "100"), candle(1, "100", "100", "100", "100"), candle(2, "100", "101.5", "100", "101")]
+    const strategy = scripted({
+      0: [marketBuy("buy")],
+      1: [{ type: "limit", tag: "sell", symbol: "BTCUSDT", side: "sell", baseQty: d("9.979"), limitPrice: d("101") }]
+    })
+    const { out } = run({ ...setup(strategy, candles), balances: { USDT: d("10000") } })
+    // 1000 at the first ask 100.01: 9.999 BTC, less the 0.2 % taker fee in BTC = 9.979002 held.
+    // The sell settles against 100 (no bid at 101), rests, and candle 2's path passes 101: 9.979 × 101 = 1007.879,
+    // less the 0.1 % maker fee 1.007879.
+    expect(fillsOf(out)).toEqual(["buy buy 9.999 @ 100.01 taker fee 0.019998 t=60.05s", "sell sell 9.979 @ 101 maker fee 1.007879 t=180s"])
+    // USDT: 10000 − 999.98999 + 1007.879 − 1.007879 = 10006.871131; BTC left: 0.000002, worth 0.000202 at 101.
+    expect(out.balances.get("USDT")!.free.toFixed()).toBe("10006.871131")
+    expect(out.balances.get("BTC")!.free.toFixed()).toBe("0.000002")
+    expect(out.metrics.finalEquity.toFixed()).toBe("10006.871333")
+    expect(out.equity.map((e) => e.toFixed())).toEqual(["10000", "9997.90021", "10006.871333"])
+    expect([...out.placements.values()]).toEqual([
+      { tag: "buy", occurrence: 0 },
+      { tag: "sell", occurrence: 0 }
+    ])
+  })
+})
+
+describe("compareFillsByIntent", () => {
+  const f = (intent: string, price: string, fee = "0.001", liquidity: "maker" | "taker" = "maker"): IntentFill => ({
+    intent,
+    side: "buy",
+    price: d(price),
+    baseQty: d("1"),
+    liquidity,
+    fee: d(fee)
+  })
+  const expected = [f("bid#0", "99"), f("buy#0", "100.01", "0.002", "taker"), f("bid#0", "99"), f("bid#1", "98")]
+
+  it("finds nothing between equal lists, however the intents interleave", () => {
+    expect(compareFillsByIntent(expected, expected)).toEqual([])
+    // Another order of intents in time is no mismatch: fills are matched within their intent.
+    expect(compareFillsByIntent(expected, [expected[1]!, expected[0]!, expected[3]!, expected[2]!])).toEqual([])
+  })
+
+  it("reports a changed price, a changed fee, a missing and an extra fill with their intent and fields", () => {
+    const actual = [f("bid#0", "99"), f("buy#0", "100.02", "0.002", "taker"), f("bid#0", "99", "0.002"), f("sell#0", "101")]
+    const mismatches = compareFillsByIntent(expected, actual)
+    // Intents in the order the expected run first filled them, then those only the actual run filled.
+    expect(mismatches.map((m) => [m.intent, m.index, m.expected !== undefined, m.actual !== undefined, m.fields])).toEqual([
+      ["bid#0", 1, true, true, ["fee"]],
+      ["buy#0", 0, true, true, ["price"]],
+      ["bid#1", 0, true, false, []],
+      ["sell#0", 0, false, true, []]
+    ])
+    expect(describeIntentMismatches(mismatches).split("\n")).toEqual([
+      "bid#0 fill 1: expected buy 1 @ 99 maker fee 0.001, got buy 1 @ 99 maker fee 0.002 (fee differ)",
+      "buy#0 fill 0: expected buy 1 @ 100.01 taker fee 0.002, got buy 1 @ 100.02 taker fee 0.002 (price differ)",
+      "bid#1 fill 0: expected buy 1 @ 98 maker fee 0.001, got nothing",
+      "sell#0 fill 0: expected nothing, got buy 1 @ 101 maker fee 0.001"
+    ])
+  })
+})
