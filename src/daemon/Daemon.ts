@@ -27,12 +27,12 @@ import { parseTapeFlag } from "../venue/cli.js"
 import { serveVenue } from "../venue/Server.js"
 import { runInstance, type AccountView, type RunningInstance, type TradingPort } from "../strategy/Host.js"
 import { loadStrategy } from "../strategy/Loader.js"
-import { runMarketData } from "../strategy/MarketData.js"
+import { INTERVAL_MS, runMarketData } from "../strategy/MarketData.js"
+import { type PaperEvidenceRecorder, recordPaperRuns } from "../promotion/Evidence.js"
 import { StrategyStateStore } from "../strategy/StateStore.js"
 import { decodeParams, type OpenOrder, type OrderUpdateEvent, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
 import { fillEventOf } from "./FillEvents.js"
 import { Health, healthLogHook, serveHealth } from "./Health.js"
-import { collectPaperEvidence } from "./PaperEvidence.js"
 
 /** A start-up failure: what is wrong, how to fix it, and the exit code. */
 export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string; readonly exitCode: number }> {}
@@ -58,6 +58,7 @@ export interface ResolvedInstance {
   readonly candleInterval: string
   readonly pollMs: number
   readonly maxIntentsPerMinute: number
+  readonly allocation: Readonly<Record<string, Decimal>> | undefined
 }
 
 /** Loads every enabled strategy and validates its params; all problems are reported together. */
@@ -89,7 +90,8 @@ export const resolveStrategies = (config: Config): Effect.Effect<ReadonlyArray<R
         schedule: instance.schedule,
         candleInterval: instance.candleInterval,
         pollMs: instance.pollMs,
-        maxIntentsPerMinute: instance.maxIntentsPerMinute
+        maxIntentsPerMinute: instance.maxIntentsPerMinute,
+        allocation: instance.allocation
       })
     }
     if (problems.length > 0) {
@@ -110,6 +112,7 @@ export const engineOptionsOf = (config: Config): EngineOptions => ({
   // The rest of the shutdown bound is for the strategies, the health server and the database.
   stopWithinMs: Math.floor(config.engine.shutdownTimeoutMs * 0.8),
   risk: config.engine.risk,
+  allocations: new Map(config.strategies.flatMap((s) => (s.allocation === undefined ? [] : [[s.id, s.allocation] as const]))),
   reconcile: { intervalMs: config.engine.reconcileIntervalMs },
   fillSync: { intervalMs: config.engine.fillSyncIntervalMs }
 })
@@ -356,6 +359,7 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
         unrealizedPnl: book.unrealizedPnl.toFixed(),
         fees: book.feesQuote.toFixed(),
         netPnl: book.netPnl.toFixed(),
+        ...(book.balances === undefined ? {} : { balances: Object.fromEntries([...book.balances].map(([asset, amount]) => [asset, amount.toFixed()])) }),
         paused: (yield* instance.pausedReason) ?? null,
         usedWeight1m: budget.usedWeight1m,
         weightLimit1m: budget.weightLimit1m,
@@ -365,6 +369,15 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
       })
     }
   })
+
+/** The instance as market data sees it, telling the paper evidence each candle it is given. */
+const withCandlesRecorded = (instance: RunningInstance, evidence: PaperEvidenceRecorder): RunningInstance => ({
+  ...instance,
+  deliver: (event) => {
+    if (event._tag === "Candle") evidence.candleGiven(instance.id, event.event)
+    return instance.deliver(event)
+  }
+})
 
 /** Runs the daemon until interrupted or until `runFor` has passed. */
 export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError, Scope.Scope | Health> =>
@@ -406,7 +419,15 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const svc = yield* SvcClient
       const byId = new Map<string, RunningInstance>()
       const router = yield* routeUpdates(engine, byId)
-      if (config.mode === "paper") yield* collectPaperEvidence(instances, { dataSource: `venue:${baseUrl}`, settleDelayMs: config.venue.settleMs })
+      const evidence =
+        config.mode === "paper"
+          ? yield* recordPaperRuns(instances, {
+              dataSource: `venue:${baseUrl}`,
+              settleDelayMs: config.venue.settleMs,
+              intervalMs: (interval) => INTERVAL_MS[interval] ?? 60_000,
+              store: (yield* Database).sqlite
+            })
+          : undefined
       // Runs right after the strategies stop, before the paper evidence is recorded: nothing the
       // evidence needs (a final read may wait on the budget) may hold back cancel-on-stop.
       yield* Effect.addFinalizer(() => engine.stop)
@@ -418,7 +439,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       }
       const market = yield* runMarketData(
         instances.map((instance) => ({
-          instance: byId.get(instance.id)!,
+          instance: evidence === undefined ? byId.get(instance.id)! : withCandlesRecorded(byId.get(instance.id)!, evidence),
           interval: instance.candleInterval,
           pollMs: instance.pollMs,
           extraSymbols: instance.definition.symbols?.(instance.params) ?? []

@@ -16,7 +16,7 @@ import { EngineBus, type EngineEvent, type FillUpdate, type OrderUpdate, type Pl
 import { Execution, STOPPING, type SubmitResult } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { type Balance, Market } from "./Market.js"
-import { portfolio, type PortfolioSnapshot } from "./Portfolio.js"
+import { bookBalances, portfolio, type PortfolioSnapshot } from "./Portfolio.js"
 import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
@@ -143,14 +143,17 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
             placementsBlocked: yield* bus.blocked
           }
         }),
-      /** Positions, average cost, realized and unrealized PnL and fees of a strategy's fills. */
-      portfolio: (strategyId: string): Effect.Effect<PortfolioSnapshot> =>
+      /** Positions, average cost, realized and unrealized PnL and fees of a strategy's fills; its own balances when it has an allocation. */
+      portfolio: (strategyId: string): Effect.Effect<PortfolioSnapshot & { readonly balances?: ReadonlyMap<string, Decimal> }> =>
         Effect.gen(function* () {
           const fills = yield* ledger.forStrategy(strategyId)
           const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>()))
           const symbols = [...new Set(fills.map((f) => f.symbol))]
           for (const symbol of symbols) yield* market.lastPrice(symbol)
-          return portfolio(fills, pairs, yield* market.knownPrices)
+          const prices = yield* market.knownPrices
+          const snapshot = portfolio(fills, pairs, prices)
+          const allocation = settings.allocations.get(strategyId)
+          return allocation === undefined ? snapshot : { ...snapshot, balances: bookBalances(allocation, fills, pairs) }
         }),
       /** The order the strategy last tagged `tag`, finished or not. */
       orderByTag: (strategyId: string, tag: string) => journal.latestByTag(strategyId, tag),

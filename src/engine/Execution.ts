@@ -4,7 +4,7 @@
  * answer makes the order `unknown` for reconciliation; it is never re-sent here.
  */
 import { Clock, Effect, FiberSet, Ref } from "effect"
-import { ZERO } from "../domain/Decimal.js"
+import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import { isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import type { EventName } from "../log/Events.js"
@@ -17,7 +17,7 @@ import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus, type PlacementBlock } from "./EngineBus.js"
 import { Market } from "./Market.js"
-import { dayPnl, startOfUtcDay } from "./Portfolio.js"
+import { bookBalances, dayPnl, startOfUtcDay } from "./Portfolio.js"
 import { assess, type RefusalReason } from "./Risk.js"
 import { EngineSettings } from "./Settings.js"
 
@@ -245,6 +245,25 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         return dayPnl(fills, pairs, prices, now)
       })
 
+    /**
+     * The instance's own free balances: its allocation moved by its fills, less what its
+     * unfinished orders still hold (the unfilled part; the filled part is in the fills).
+     */
+    const allocationBook = (strategyId: string, own: ReadonlyArray<OrderRow>) =>
+      Effect.gen(function* () {
+        const allocation = settings.allocations.get(strategyId)
+        if (allocation === undefined) return undefined
+        const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
+        const balances = bookBalances(allocation, yield* ledger.forStrategy(strategyId), pairs)
+        for (const order of own) {
+          if (order.lockAsset === null || order.lockAmount === null) continue
+          const base = order.baseQty
+          const held = base !== null && base.gt(0) ? order.lockAmount.mul(base.minus(order.filledBaseQty)).div(base) : order.lockAmount
+          balances.set(order.lockAsset, (balances.get(order.lockAsset) ?? ZERO).minus(held))
+        }
+        return { free: (asset: string): Decimal => balances.get(asset) ?? ZERO, allocated: (asset: string): Decimal => allocation[asset] ?? ZERO }
+      })
+
     const placementBlock = Effect.gen(function* () {
       const block = yield* bus.blocked
       if (block === undefined) return undefined
@@ -285,7 +304,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             ),
             tagInUse: own.some((o) => o.tag === intent.tag),
             dailyPnl: limits.dailyLossLimit === undefined ? ZERO : yield* dailyPnl(strategyId),
-            placementsBlocked: yield* placementBlock
+            placementsBlocked: yield* placementBlock,
+            allocation: yield* allocationBook(strategyId, own)
           },
           limits
         )

@@ -130,3 +130,25 @@ export const dayPnl = (
   const before = portfolio(fills.filter((f) => f.time < dayStart), pairs, lastPrices)
   return all.realizedPnl.minus(all.feesQuote).minus(before.realizedPnl.minus(before.feesQuote)).plus(all.unrealizedPnl)
 }
+
+/**
+ * An instance's own balances: its allocation moved by its own fills only (what it
+ * bought and sold, and the fees it paid), never by the rest of the account.
+ */
+export const bookBalances = (
+  allocation: Readonly<Record<string, Decimal>>,
+  fills: ReadonlyArray<PortfolioFill & { readonly quoteQty: Decimal }>,
+  pairs: ReadonlyMap<string, Pick<PairRules, "base" | "quote">>
+): Map<string, Decimal> => {
+  const balances = new Map<string, Decimal>(Object.entries(allocation))
+  const move = (asset: string, amount: Decimal) => balances.set(asset, (balances.get(asset) ?? ZERO).plus(amount))
+  for (const fill of fills) {
+    const pair = pairs.get(fill.symbol)
+    if (pair === undefined) continue
+    const buy = fill.side === "buy"
+    move(pair.base, buy ? fill.baseQty : fill.baseQty.neg())
+    move(pair.quote, buy ? fill.quoteQty.neg() : fill.quoteQty)
+    move(fill.feeAsset, fill.fee.neg())
+  }
+  return balances
+}

@@ -44,6 +44,8 @@ export interface RiskContext {
   readonly dailyPnl: Decimal
   /** Set while the account or key cannot place orders (frozen, geo-blocked, legal acceptance, missing spot.trade). */
   readonly placementsBlocked: string | undefined
+  /** The instance's own book when it has an allocation: what of an asset it still has free, and was allocated. */
+  readonly allocation?: { readonly free: (asset: string) => Decimal; readonly allocated: (asset: string) => Decimal } | undefined
 }
 
 export type RefusalReason =
@@ -61,6 +63,7 @@ export type RefusalReason =
   | "strategy-notional-cap"
   | "open-order-cap"
   | "insufficient-balance"
+  | "allocation-exceeded"
 
 /** The order as it will be sent: amounts snapped to the pair's tick and step sizes. */
 export interface ApprovedOrder {
@@ -173,6 +176,15 @@ export const assess = (intent: PlaceIntent, ctx: RiskContext, limits: RiskLimits
       "strategy-notional-cap",
       `open notional ${ctx.openNotional.toFixed()} plus ${notional.toFixed()} is above the strategy cap ${limits.maxStrategyNotional.toFixed()}`
     )
+  }
+  if (ctx.allocation !== undefined) {
+    const free = ctx.allocation.free(lock.asset)
+    if (free.lt(lock.amount)) {
+      return refuse(
+        "allocation-exceeded",
+        `needs ${lock.amount.toFixed()} ${lock.asset}, the instance's allocation has ${Decimal.max(free, ZERO).toFixed()} free of ${ctx.allocation.allocated(lock.asset).toFixed()} allocated (raise strategies[].allocation.${lock.asset} or trade smaller)`
+      )
+    }
   }
   const available = ctx.available(lock.asset)
   if (available.lt(lock.amount)) {

@@ -5,6 +5,7 @@
 import { Context } from "effect"
 import { defaultDialect } from "../svc/Dialect.js"
 import type { RiskLimits } from "./Risk.js"
+import type { Decimal } from "../domain/Decimal.js"
 
 export interface EngineOptions {
   /** Path of the SQLite file (journal and fills ledger). */
@@ -12,6 +13,8 @@ export interface EngineOptions {
   /** The receive window the client signs with (the Dialect's `recvWindowMs`); it bounds how late a lost placement can still be accepted. */
   readonly recvWindowMs?: number
   readonly risk?: RiskLimits
+  /** Per strategy instance, the assets and amounts it may trade with: its own book (risk refuses spending beyond it). */
+  readonly allocations?: ReadonlyMap<string, Readonly<Record<string, Decimal>>>
   /** Cancel every open order of the strategies when the engine stops. */
   readonly cancelOnStop?: boolean
   /** The whole graceful stop (lost placements, cancels, final fill sync) fits in this. */
@@ -87,6 +90,7 @@ export interface MarketSettings {
 export interface ResolvedEngineSettings {
   readonly dbPath: string
   readonly risk: RiskLimits
+  readonly allocations: ReadonlyMap<string, Readonly<Record<string, Decimal>>>
   readonly cancelOnStop: boolean
   readonly stopWithinMs: number
   readonly execution: ExecutionSettings
@@ -125,6 +129,7 @@ const ABSENCE_MARGIN_MS = 1000
 export const resolveSettings = (options: EngineOptions): ResolvedEngineSettings => ({
   dbPath: options.dbPath,
   risk: options.risk ?? {},
+  allocations: options.allocations ?? new Map(),
   cancelOnStop: options.cancelOnStop ?? false,
   stopWithinMs: options.stopWithinMs ?? 12_000,
   execution: { ...defaultExecution, ...options.execution },

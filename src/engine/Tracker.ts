@@ -29,6 +29,7 @@ export interface ObservedStatus {
   readonly filledBaseQty: Decimal
   readonly code?: string | undefined
   readonly avgPrice?: Decimal | undefined
+  readonly createdAt?: number | undefined
 }
 
 export interface PollReport {
@@ -63,7 +64,12 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         // An answer ends a run of ORDER_NOT_FOUND probes.
-        const schedule = { nextPollAt: nextPoll(row, now), polls: row.polls + 1, ...(row.notFoundProbes > 0 ? { notFoundProbes: 0 } : {}) }
+        const schedule = {
+          nextPollAt: nextPoll(row, now),
+          polls: row.polls + 1,
+          ...(row.notFoundProbes > 0 ? { notFoundProbes: 0 } : {}),
+          ...(row.venueCreatedAt === null && status.createdAt !== undefined ? { venueCreatedAt: status.createdAt } : {})
+        }
         if (!KNOWN_KINDS.has(status.kind)) {
           const key = `${row.orderId}:${status.kind}`
           if (!unknownKindsLogged.has(key)) {
@@ -157,7 +163,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
             const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
             for (const row of live) {
               const seen = byId.get(row.clientOrderId!)
-              if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty }, reschedule)
+              if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty, createdAt: seen.createdAt }, reschedule)
             }
             // Missing from the list: finished, or not listed yet; only a status call tells which.
             inDoubt = due.filter((row) => !byId.has(row.clientOrderId!))

@@ -29,6 +29,9 @@ export const EventCatalog = define({
   "venue.dev-keys": { level: "info", meaning: "svc-venue started with the built-in development accounts and keys" },
   "venue.stopped": { level: "info", meaning: "svc-venue stopped" },
   "venue.fault": { level: "info", meaning: "a fault profile was set on svc-venue" },
+  "venue.follow-lost": { level: "warn", meaning: "the venue svc-venue follows (--follow, venue.follow) is down or answers errors; prices stay at its last price until it answers again (one line per outage)" },
+  "venue.follow-resumed": { level: "info", meaning: "the followed venue answers again; prices follow it again and the missed candles are fetched; carries lostForMs" },
+  "venue.follow-slowed": { level: "info", meaning: "the follower polls more slowly: the followed venue reported its weight near the limit (once per window) or answered 429 (waits Retry-After)" },
 
   // client, clock, budgets, auth
   "clock.corrected": { level: "warn", meaning: "the server refused a timestamp; the clock offset was learned from server_time_ms" },
@@ -80,8 +83,11 @@ export const EventCatalog = define({
   "backtest.completed": { level: "info", meaning: "a backtest finished; carries its metrics" },
   "promotion.granted": { level: "info", meaning: "a strategy was promoted" },
   "promotion.refused": { level: "warn", meaning: "a promotion was refused; carries every failed gate" },
-  "paper.recorded": { level: "info", meaning: "a paper run of a strategy instance was recorded as promotion evidence; carries metrics, tracking error and fill mismatches" },
-  "paper.not-recorded": { level: "info", meaning: "a paper run could not be recorded as evidence (no candle closed during it, or its backtest failed); carries the reason" },
+  "paper.started": { level: "info", meaning: "a paper run of a strategy instance started recording evidence; carries its run id and allocation" },
+  "paper.recorded": { level: "info", meaning: "a paper run ended cleanly and is complete as promotion evidence; carries its candles, fills and PnL" },
+  "paper.interrupted": { level: "info", meaning: "paper runs a previous daemon left running (it did not stop cleanly) were marked interrupted; they keep what they recorded" },
+  "paper.not-recorded": { level: "info", meaning: "a paper run could not be recorded as evidence (the pair is unknown, or a checkpoint could not be written); carries the reason" },
+  "paper.tape-gap": { level: "warn", meaning: "the venue no longer had some price steps of a paper run when they were read; the run's replay misses them" },
 
   // storage and alerts
   "db.migrated": { level: "info", meaning: "database migrations were applied" },

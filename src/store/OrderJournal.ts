@@ -35,6 +35,8 @@ export interface OrderRow extends OrderTerms {
   /** When the placement's answer was lost (state `unknown`). */
   readonly lostAt: number | null
   readonly acceptedAt: number | null
+  /** The venue's own createdAt for the order, when its status answer carries one. */
+  readonly venueCreatedAt: number | null
   readonly terminalAt: number | null
   readonly nextPollAt: number | null
   readonly polls: number
@@ -74,6 +76,7 @@ export interface OrderPatch {
   readonly sentAt?: number
   readonly lostAt?: number
   readonly acceptedAt?: number
+  readonly venueCreatedAt?: number
   readonly nextPollAt?: number | null
   readonly polls?: number
   readonly cancelRequested?: boolean
@@ -106,6 +109,7 @@ interface RawOrder {
   sent_at: number | null
   lost_at: number | null
   accepted_at: number | null
+  venue_created_at: number | null
   terminal_at: number | null
   next_poll_at: number | null
   polls: number
@@ -144,6 +148,7 @@ const toRow = (raw: RawOrder): OrderRow => ({
   sentAt: raw.sent_at,
   lostAt: raw.lost_at,
   acceptedAt: raw.accepted_at,
+  venueCreatedAt: raw.venue_created_at,
   terminalAt: raw.terminal_at,
   nextPollAt: raw.next_poll_at,
   polls: raw.polls,
@@ -242,6 +247,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       if (patch.sentAt !== undefined) set("sent_at", patch.sentAt)
       if (patch.lostAt !== undefined) set("lost_at", patch.lostAt)
       if (patch.acceptedAt !== undefined) set("accepted_at", patch.acceptedAt)
+      if (patch.venueCreatedAt !== undefined) set("venue_created_at", patch.venueCreatedAt)
       if (patch.polls !== undefined) set("polls", patch.polls)
       if (patch.cancelRequested !== undefined) set("cancel_requested", patch.cancelRequested ? 1 : 0)
       if (patch.notFoundProbes !== undefined) set("not_found_probes", patch.notFoundProbes)

@@ -122,7 +122,9 @@ export const OrderStatus = Schema.Struct({
   baseQty: OptionalAmount,
   quoteOrderQty: OptionalAmount,
   filledBaseQty: Amount,
-  avgPrice: OptionalAmount
+  avgPrice: OptionalAmount,
+  /** svc-venue (and many exchanges) say when they created the order; the spec does not promise it. */
+  createdAt: Schema.optionalWith(JsonInteger, { exact: true })
 })
 export type OrderStatus = typeof OrderStatus.Type
 
@@ -154,6 +156,14 @@ export const Ticker = Schema.Struct({
   time: Schema.optionalWith(JsonInteger, { exact: true })
 })
 export type Ticker = typeof Ticker.Type
+
+/** svc-venue's price steps (`VENUE_STEPS_PATH`): `[seq, timeMs, price]` each, oldest first. */
+export const VenueSteps = Schema.Struct({
+  symbol: Schema.String,
+  oldestSeq: JsonInteger,
+  steps: Schema.Array(Schema.Tuple(JsonInteger, JsonInteger, Amount))
+})
+export type VenueSteps = typeof VenueSteps.Type
 
 export const Candle = Schema.Struct({
   /** Epoch milliseconds of the candle's start. */

@@ -41,6 +41,7 @@ import {
   type Pair,
   PlacementAnswer,
   Ticker,
+  VenueSteps,
   WalletRow
 } from "./Api.js"
 import { Budget, type BudgetOptions, type BudgetSnapshot, type Demand, type Outcome, type Priority, type Ticket } from "./Budget.js"
@@ -54,7 +55,7 @@ import {
   type PlacementRequest,
   type SvcError
 } from "./Errors.js"
-import { VENUE_IMPLEMENTATION_HEADER } from "./VenueIdentity.js"
+import { VENUE_IMPLEMENTATION_HEADER, VENUE_STEPS_PATH } from "./VenueIdentity.js"
 import { Scope as KeyScope } from "./ErrorCodes.js"
 import { ServerClock } from "./ServerClock.js"
 import { signRequest } from "./Signer.js"
@@ -465,6 +466,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const decodeCancel = decoderFor(CancelAnswer, paths.cancelOrder)
       const decodeExchangeInfo = decoderFor(ExchangeInfo, paths.exchangeInfo)
       const decodeTicker = decoderFor(Ticker, paths.ticker)
+      const decodeSteps = decoderFor(VenueSteps, VENUE_STEPS_PATH)
       const decodeCandles = decoderFor(CandlesAnswer, paths.candles)
       const decodeDepth = decoderFor(DepthSchema, paths.depth)
 
@@ -485,6 +487,9 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         exchangeInfo: (symbol?: string): Effect.Effect<ReadonlyArray<Pair>, SvcError> =>
           Effect.map(publicRead(paths.exchangeInfo, decodeExchangeInfo, [["symbol", symbol]]), (answer) => answer.pairs),
         ticker: (symbol: string): Effect.Effect<Ticker, SvcError> => publicRead(paths.ticker, decodeTicker, [["symbol", symbol]]),
+        /** svc-venue only: the price steps its matching saw after `afterSeq`. */
+        venueSteps: (symbol: string, afterSeq: number, limit: number): Effect.Effect<VenueSteps, SvcError> =>
+          publicRead(VENUE_STEPS_PATH, decodeSteps, [["symbol", symbol], ["after", afterSeq], ["limit", limit]]),
         candles: (query: CandlesQuery): Effect.Effect<ReadonlyArray<Candle>, SvcError> =>
           Effect.map(
             publicRead(paths.candles, decodeCandles, [

@@ -11,3 +11,10 @@ export const VENUE_IMPLEMENTATION = `${VENUE_NAME}/${VENUE_VERSION}`
 
 /** Whether a header value names svc-venue (any version). */
 export const isSvcVenue = (header: string | undefined): boolean => header !== undefined && header.startsWith(`${VENUE_NAME}/`)
+
+/**
+ * svc-venue's public record of the price steps its matching saw (an svc-venue extension, not
+ * part of the exchange's API): `?symbol=S&after=SEQ&limit=N` answers
+ * `{ symbol, oldestSeq, steps: [[seq, timeMs, "price"], …] }`.
+ */
+export const VENUE_STEPS_PATH = "/api/_venue/steps"

@@ -10,6 +10,7 @@ import { isLosslessNumber, parse as parseJson, InvalidJson } from "../domain/Jso
 import { defaultDialect, type Dialect, RECV_WINDOW_MAX_MS, type Side } from "../svc/Dialect.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
 import { Header, verifySignature } from "../svc/Signer.js"
+import { VENUE_STEPS_PATH } from "../svc/VenueIdentity.js"
 import {
   AccountBook,
   accountStatusCode,
@@ -36,10 +37,14 @@ import {
 import { Faults } from "./Faults.js"
 import { AuthGuard, RateLimits, ReplayCache, type BudgetReport } from "./Limits.js"
 import { MatchingEngine, type BalanceRow, type Fill, type OrderView, type PlaceRequest, type Refusal } from "./Matching.js"
+import { StepLog } from "./StepLog.js"
 import { MINUTE_MS, Tape, type TapeSource } from "./Tape.js"
 
 /** Largest request body accepted; a larger one is answered 413 without being parsed. */
 export const MAX_BODY_BYTES = 64 * 1024
+/** Price steps kept per pair: about 5.5 hours at one step a second, far more than a paper run lets pass between reads. */
+const STEPS_KEPT = 20_000
+const STEPS_PAGE_MAX = 5000
 
 export interface VenueRequest {
   readonly method: string
@@ -336,6 +341,8 @@ export class Venue {
   readonly accounts = new AccountBook()
   readonly faults = new Faults()
   readonly tapes = new Map<string, Tape>()
+  /** Every price the matching engine saw, per symbol: what a paper run's parity replay plays back. */
+  readonly steps = new Map<string, StepLog>()
   readonly limits: RateLimits
   readonly guard: AuthGuard
   readonly replay = new ReplayCache(RECV_WINDOW_MAX_MS)
@@ -363,7 +370,8 @@ export class Venue {
       const pair = toPairSpec(entry)
       const tape = new Tape(pair.symbol, pair, fromString(entry.price), source, startMs)
       this.tapes.set(pair.symbol, tape)
-      this.engine.onPrice(pair.symbol, tape.price, startMs)
+      this.steps.set(pair.symbol, new StepLog(STEPS_KEPT))
+      this.feed(pair.symbol, tape.price, startMs)
     }
     for (const account of file.accounts) {
       const record = this.accounts.createAccount(account.uid)
@@ -388,7 +396,7 @@ export class Venue {
     this.weights = { ...defaultWeights, ...file.limits.weights }
     this.routes = keyRoutes(this.dialect)
     const paths = this.dialect.paths
-    this.publicPaths = new Set([paths.exchangeInfo, paths.ticker, paths.candles, paths.depth])
+    this.publicPaths = new Set([paths.exchangeInfo, paths.ticker, paths.candles, paths.depth, VENUE_STEPS_PATH])
     const h = this.dialect.budgetHeaders
     this.budgetHeaders = {
       usedWeight1m: h.usedWeight1m.toLowerCase(),
@@ -421,8 +429,14 @@ export class Venue {
     const nowMs = this.now()
     this.engine.settleDue(nowMs)
     for (const [symbol, tape] of this.tapes) {
-      for (const price of tape.step(nowMs)) this.engine.onPrice(symbol, price, nowMs)
+      for (const price of tape.step(nowMs)) this.feed(symbol, price, nowMs)
     }
+  }
+
+  /** One price step to the matching engine, logged as the matching saw it. */
+  private feed(symbol: string, price: Decimal, nowMs: number): void {
+    this.steps.get(symbol)?.push(nowMs, price)
+    this.engine.onPrice(symbol, price, nowMs)
   }
 
   /** Moves one pair's price (manual tape, admin route). */
@@ -432,7 +446,7 @@ export class Venue {
     const nowMs = this.now()
     this.engine.settleDue(nowMs)
     tape.set(price, nowMs)
-    this.engine.onPrice(symbol, price, nowMs)
+    this.feed(symbol, price, nowMs)
     return true
   }
 
@@ -575,6 +589,18 @@ export class Venue {
     const tape = this.tapes.get(symbol)
     if (tape === undefined) return failure(400, "UNKNOWN_SYMBOL", `unknown symbol ${symbol}`, { field: "symbol", reason: "unknown-symbol" })
     if (path === p.ticker) return answer(200, { symbol, price: amountText(tape.price), time: this.now() })
+    if (path === VENUE_STEPS_PATH) {
+      const after = query.get("after")
+      if (after !== null && !/^\d{1,16}$/.test(after)) return invalid("after", "not-an-integer", "after must be a step sequence number")
+      const limit = intParam(query, "limit", 1000, 1, STEPS_PAGE_MAX)
+      if (typeof limit !== "number") return limit
+      const log = this.steps.get(symbol)!
+      return answer(200, {
+        symbol,
+        oldestSeq: log.oldestSeq,
+        steps: log.after(after === null ? 0 : Number(after), limit).map((step) => [step.seq, step.timeMs, amountText(step.price)])
+      })
+    }
     if (path === p.depth) {
       const limit = intParam(query, "limit", 20, 1, 100)
       if (typeof limit !== "number") return limit

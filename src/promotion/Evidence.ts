@@ -1,0 +1,395 @@
+/**
+ * Every paper run is promotion evidence, written while it happens. When an
+ * instance starts on paper a `running` run is inserted with what its replay will
+ * need (allocation, pair rules, fees, settle delay, the strategy's stored state);
+ * every few seconds a checkpoint appends, in one transaction with the run's summary,
+ * the candles the strategy was given, every price step the venue's matching saw
+ * (`GET /api/_venue/steps`), the placement intents with when their orders reached
+ * the venue, and the instance's fills. `kill -9` keeps everything up to the last
+ * checkpoint; the next start marks such a run `interrupted`, and it still counts for
+ * what it recorded. A clean stop writes a last checkpoint and marks it `completed`.
+ *
+ * The instance is judged on its own book (`Book.ts`): its allocation and its own
+ * fills, never the account.
+ */
+import type BetterSqlite3 from "better-sqlite3"
+import { Clock, Duration, Effect, Either, Schedule, type Scope } from "effect"
+import { Decimal, ZERO } from "../domain/Decimal.js"
+import { computeMetrics, type Metrics, type RunFill } from "../backtest/Metrics.js"
+import { finalizerWork } from "../engine/Engine.js"
+import { Market } from "../engine/Market.js"
+import { logEvent } from "../log/Logger.js"
+import { Database } from "../store/Database.js"
+import { SvcClient } from "../svc/SvcClient.js"
+import type { CandleEvent, StrategyDefinition } from "../strategy/Strategy.js"
+import { decodeAccounts, devAccounts } from "../venue/Accounts.js"
+import { allocationValue, type BookPair, pnlCurve } from "./Book.js"
+import { canonicalParams, paramsHash, sourceHashOfFile } from "./Hash.js"
+import {
+  interruptRunningPaperRuns,
+  type PaperCandleRow,
+  type PaperFillRow,
+  type PaperIntentRow,
+  type PaperSetup,
+  type PaperStepRow,
+  paperWriter,
+  startPaperRun
+} from "./PaperStore.js"
+
+/** What is recorded about an instance: its code, its params as configured, what it trades and with what. */
+export interface EvidenceSubject {
+  readonly id: string
+  readonly definition: StrategyDefinition
+  readonly sourcePath: string
+  readonly rawParams: unknown
+  readonly symbol: string
+  readonly schedule: string | undefined
+  readonly candleInterval: string
+  readonly allocation: Readonly<Record<string, Decimal>> | undefined
+}
+
+export interface PaperEvidenceOptions {
+  /** Where the run traded, e.g. "venue:http://127.0.0.1:8787". */
+  readonly dataSource: string
+  /** The venue's acceptance-to-settlement delay the replay uses. */
+  readonly settleDelayMs: number
+  readonly intervalMs: (interval: string) => number
+  /** Where runs are written: the daemon's own database, or a store shared with the live daemon. */
+  readonly store: BetterSqlite3.Database
+}
+
+export interface PaperEvidenceRecorder {
+  /** Tells the recorder a candle was given to an instance (warm-up or live), when it was. */
+  readonly candleGiven: (instanceId: string, candle: CandleEvent) => void
+}
+
+/** A checkpoint every few seconds: far more often than the minute of market time the evidence promises. */
+const CHECKPOINT_EVERY = Duration.seconds(5)
+/** The last checkpoint of a stop waits no longer for the venue than this. */
+const FINAL_READ_TIMEOUT = Duration.seconds(2)
+const STEPS_PAGE = 5000
+const STEP_PAGES_PER_CHECKPOINT = 10
+
+/**
+ * The replay assumes svc-venue's fees and synthetic book depth (paper trades only on
+ * svc-venue); exchange-info tells neither.
+ */
+const venueDefaults = decodeAccounts(devAccounts)
+const depthNotionalOf = (symbol: string): string =>
+  (venueDefaults.pairs.find((p) => p.symbol === symbol) ?? venueDefaults.pairs[0]!).depthNotional
+
+const emptyMetrics = (pair: BookPair, startValue: Decimal, startMs: number, intervalMs: number, base: Decimal, price: Decimal): Metrics =>
+  computeMetrics({
+    baseAsset: pair.base,
+    quoteAsset: pair.quote,
+    intervalMs,
+    fromMs: startMs,
+    initialEquity: startValue,
+    initialBase: base,
+    initialPrice: price,
+    equityMarks: [],
+    finalEquity: startValue,
+    inMarketCandles: 0,
+    fills: []
+  })
+
+interface Recording {
+  readonly subject: EvidenceSubject
+  readonly runId: number
+  readonly pair: BookPair
+  readonly intervalMs: number
+  readonly startValue: Decimal
+  readonly startBase: Decimal
+  readonly startPrice: Decimal
+  /** Ledger rowid and intent seq the run starts after. */
+  readonly fillRowidFloor: number
+  readonly intentSeqFloor: number
+  /** Steps older than this are history, not this run. */
+  readonly stepTimeFloor: number
+  lastFillRowid: number
+  lastIntentSeq: number
+  lastStepSeq: number
+  readonly occurrences: Map<string, number>
+  /** Intents whose order has not reached the venue yet (or not said when it did). */
+  readonly waiting: Map<string, Omit<PaperIntentRow, "clientOrderId" | "reachedVenueAt">>
+  /** Candles given since the last checkpoint. */
+  pendingCandles: Array<PaperCandleRow>
+  /** Live candles and fills of the whole run, for the summary. */
+  readonly liveCandles: Array<PaperCandleRow>
+  readonly fills: Array<PaperFillRow>
+}
+
+const runFillOf = (fill: PaperFillRow, symbol: string): RunFill & { readonly symbol: string } => ({
+  symbol,
+  tag: fill.intentId ?? "",
+  fillId: fill.fillId,
+  clientOrderId: fill.clientOrderId ?? "",
+  side: fill.side,
+  price: fill.price,
+  baseQty: fill.baseQty,
+  quoteQty: fill.quoteQty,
+  fee: fill.fee,
+  feeAsset: fill.feeAsset,
+  liquidity: fill.liquidity,
+  time: fill.time
+})
+
+/** The run's summary from its live candles and fills, as the instance's own book measures it. */
+const summarise = (r: Recording): Metrics => {
+  if (r.liveCandles.length === 0) return emptyMetrics(r.pair, r.startValue, r.liveCandles[0]?.openTime ?? 0, r.intervalMs, r.startBase, r.startPrice)
+  const fills = r.fills.map((f) => runFillOf(f, r.pair.symbol))
+  const curve = pnlCurve(r.pair, r.liveCandles, fills)
+  const marks = curve.pnl.map((pnl) => r.startValue.plus(pnl).toNumber())
+  return computeMetrics({
+    baseAsset: r.pair.base,
+    quoteAsset: r.pair.quote,
+    intervalMs: r.intervalMs,
+    fromMs: r.liveCandles[0]!.openTime,
+    initialEquity: r.startValue,
+    initialBase: r.startBase,
+    initialPrice: r.startPrice,
+    equityMarks: marks,
+    finalEquity: r.startValue.plus(curve.pnl[curve.pnl.length - 1] ?? ZERO),
+    inMarketCandles: curve.inMarket,
+    fills
+  })
+}
+
+/**
+ * Starts recording in the current scope; the last checkpoint is written when the scope
+ * closes. Start it before the strategies, so that it closes after they stopped.
+ */
+export const recordPaperRuns = (
+  subjects: ReadonlyArray<EvidenceSubject>,
+  options: PaperEvidenceOptions
+): Effect.Effect<PaperEvidenceRecorder, never, Scope.Scope | SvcClient | Market | Database> =>
+  Effect.gen(function* () {
+    const client = yield* SvcClient
+    const market = yield* Market
+    const { sqlite: daemon } = yield* Database
+    const store = options.store
+    const writer = paperWriter(store)
+    const startedAt = yield* Clock.currentTimeMillis
+    const interrupted = interruptRunningPaperRuns(store, startedAt)
+    if (interrupted > 0) yield* logEvent("paper.interrupted", { runs: interrupted })
+
+    const q = {
+      storedState: daemon.prepare<[string], { state: string }>("SELECT state FROM strategy_state WHERE strategy_id = ?"),
+      fillRowid: daemon.prepare<[], { n: number }>("SELECT COALESCE(MAX(rowid), 0) AS n FROM fills"),
+      intentSeq: daemon.prepare<[string], { n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM intents WHERE strategy_id = ?"),
+      fillsSince: daemon.prepare(
+        `SELECT f.rowid AS rid, f.*, o.intent_id AS order_intent, i.seq AS intent_seq FROM fills f
+         JOIN orders o ON o.client_order_id = f.client_order_id LEFT JOIN intents i ON i.intent_id = o.intent_id
+         WHERE o.strategy_id = ? AND f.rowid > ? ORDER BY f.rowid`
+      ),
+      countFillsSince: daemon.prepare<[string, number], { n: number }>(
+        "SELECT count(*) AS n FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id WHERE o.strategy_id = ? AND f.rowid > ?"
+      ),
+      intentsSince: daemon.prepare(
+        "SELECT intent_id, seq, tag, created_at FROM intents WHERE strategy_id = ? AND seq > ? AND type <> 'cancel' ORDER BY seq"
+      ),
+      orderOf: daemon.prepare<[string], { client_order_id: string | null; venue_created_at: number | null; accepted_at: number | null; terminal_at: number | null; state: string }>(
+        "SELECT client_order_id, venue_created_at, accepted_at, terminal_at, state FROM orders WHERE intent_id = ?"
+      )
+    }
+
+    const balances = yield* market.refreshBalances.pipe(Effect.orElse(() => market.balances), Effect.either)
+    const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
+    const recordings = new Map<string, Recording>()
+    for (const subject of subjects) {
+      const rules = pairs.get(subject.symbol)
+      const ticker = yield* Effect.either(client.ticker(subject.symbol))
+      if (rules === undefined || Either.isLeft(ticker)) {
+        yield* logEvent("paper.not-recorded", {
+          strategy: subject.id,
+          reason: rules === undefined ? `${subject.symbol} is not listed by exchange-info` : `the price of ${subject.symbol} could not be read at start`
+        })
+        continue
+      }
+      const price = ticker.right.price
+      const pair: BookPair = { symbol: rules.symbol, base: rules.base, quote: rules.quote, minNotional: rules.minNotional }
+      const held = (asset: string): Decimal => {
+        const balance = Either.isRight(balances) ? balances.right.byAsset.get(asset) : undefined
+        return balance === undefined ? ZERO : balance.free.plus(balance.locked)
+      }
+      const allocation = subject.allocation
+      const startBalances = allocation ?? { [rules.base]: held(rules.base), [rules.quote]: held(rules.quote) }
+      const startValue = allocation === undefined ? ZERO : allocationValue(pair, allocation, price)
+      const intervalMs = options.intervalMs(subject.candleInterval)
+      const setup: PaperSetup = {
+        instanceId: subject.id,
+        allocation: allocation === undefined ? null : Object.fromEntries(Object.entries(allocation).map(([asset, amount]) => [asset, amount.toFixed()])),
+        startBalances: Object.fromEntries(Object.entries(startBalances).map(([asset, amount]) => [asset, amount.toFixed()])),
+        startPrice: price.toFixed(),
+        pair: {
+          symbol: rules.symbol,
+          base: rules.base,
+          quote: rules.quote,
+          tickSize: rules.tickSize.toFixed(),
+          stepSize: rules.stepSize.toFixed(),
+          minBaseQty: rules.minBaseQty.toFixed(),
+          minNotional: rules.minNotional.toFixed(),
+          depthNotional: depthNotionalOf(rules.symbol)
+        },
+        fees: { maker: venueDefaults.fees.maker, taker: venueDefaults.fees.taker },
+        settleDelayMs: options.settleDelayMs,
+        intervalMs,
+        schedule: subject.schedule ?? null,
+        startState: q.storedState.get(subject.id)?.state ?? null
+      }
+      const startBase = allocation?.[rules.base] ?? ZERO
+      const fillRowidFloor = q.fillRowid.get()!.n
+      const intentSeqFloor = q.intentSeq.get(subject.id)!.n
+      const runId = startPaperRun(store, {
+        strategy: subject.definition.name,
+        sourceHash: sourceHashOfFile(subject.sourcePath),
+        paramsHash: paramsHash(subject.rawParams),
+        params: canonicalParams(subject.rawParams),
+        symbol: subject.symbol,
+        dataSource: options.dataSource,
+        setup,
+        startedAtMs: startedAt,
+        emptyMetrics: emptyMetrics(pair, startValue, startedAt, intervalMs, startBase, price)
+      })
+      recordings.set(subject.id, {
+        subject,
+        runId,
+        pair,
+        intervalMs,
+        startValue,
+        startBase,
+        startPrice: price,
+        fillRowidFloor,
+        intentSeqFloor,
+        // The first live candle may have opened before the start: its steps are part of the run.
+        stepTimeFloor: startedAt - 2 * intervalMs,
+        lastFillRowid: fillRowidFloor,
+        lastIntentSeq: intentSeqFloor,
+        lastStepSeq: 0,
+        occurrences: new Map(),
+        waiting: new Map(),
+        pendingCandles: [],
+        liveCandles: [],
+        fills: []
+      })
+      yield* logEvent("paper.started", { strategy: subject.id, runId, allocation: setup.allocation, resumed: setup.startState !== null })
+    }
+
+    const candleGiven = (instanceId: string, candle: CandleEvent): void => {
+      const r = recordings.get(instanceId)
+      if (r === undefined) return
+      const row: PaperCandleRow = {
+        openTime: candle.openTime,
+        open: candle.open,
+        high: candle.high,
+        low: candle.low,
+        close: candle.close,
+        volume: candle.volume,
+        warmup: candle.warmup === true,
+        seenAt: Date.now(),
+        fillsKnown: q.countFillsSince.get(instanceId, r.fillRowidFloor)!.n
+      }
+      r.pendingCandles.push(row)
+      if (!row.warmup) r.liveCandles.push(row)
+    }
+
+    /** New price steps of a pair since the recording's last one. */
+    const readSteps = (r: Recording) =>
+      Effect.gen(function* () {
+        const steps: Array<PaperStepRow> = []
+        for (let page = 0; page < STEP_PAGES_PER_CHECKPOINT; page++) {
+          const answer = yield* client.venueSteps(r.pair.symbol, r.lastStepSeq, STEPS_PAGE)
+          if (r.lastStepSeq > 0 && answer.oldestSeq > r.lastStepSeq + 1) {
+            yield* logEvent("paper.tape-gap", { strategy: r.subject.id, runId: r.runId, fromSeq: r.lastStepSeq + 1, toSeq: answer.oldestSeq - 1 })
+          }
+          for (const [seq, timeMs, price] of answer.steps) {
+            r.lastStepSeq = seq
+            if (timeMs >= r.stepTimeFloor) steps.push({ seq, timeMs, price })
+          }
+          if (answer.steps.length < STEPS_PAGE) break
+        }
+        return steps
+      })
+
+    const newIntents = (r: Recording): Array<PaperIntentRow> => {
+      const rows: Array<PaperIntentRow> = []
+      for (const row of q.intentsSince.all(r.subject.id, r.lastIntentSeq) as Array<{ intent_id: string; seq: number; tag: string; created_at: number }>) {
+        r.lastIntentSeq = row.seq
+        const occurrence = r.occurrences.get(row.tag) ?? 0
+        r.occurrences.set(row.tag, occurrence + 1)
+        r.waiting.set(row.intent_id, { intentId: row.intent_id, tag: row.tag, occurrence, decidedAt: row.created_at })
+      }
+      for (const [intentId, intent] of r.waiting) {
+        const order = q.orderOf.get(intentId)
+        // The venue's own creation time is the truth; the acceptance answer is the fallback once the order is done.
+        const settled = order === undefined || order.venue_created_at !== null || order.terminal_at !== null || order.state === "refused"
+        if (!settled) continue
+        r.waiting.delete(intentId)
+        rows.push({ ...intent, clientOrderId: order?.client_order_id ?? null, reachedVenueAt: order?.venue_created_at ?? order?.accepted_at ?? null })
+      }
+      return rows
+    }
+
+    const newFills = (r: Recording): Array<PaperFillRow> => {
+      const rows: Array<PaperFillRow> = []
+      for (const f of q.fillsSince.all(r.subject.id, r.lastFillRowid) as Array<Record<string, any>>) {
+        r.lastFillRowid = f.rid as number
+        rows.push({
+          fillId: f.fill_id,
+          intentId: f.intent_seq !== null && f.intent_seq > r.intentSeqFloor ? f.order_intent : null,
+          clientOrderId: f.client_order_id,
+          side: f.side,
+          liquidity: f.liquidity,
+          price: new Decimal(f.price),
+          baseQty: new Decimal(f.base_qty),
+          quoteQty: new Decimal(f.quote_qty),
+          fee: new Decimal(f.fee),
+          feeAsset: f.fee_asset,
+          time: f.time
+        })
+      }
+      return rows
+    }
+
+    const checkpoint = (r: Recording, readTimeout?: Duration.Duration) =>
+      Effect.gen(function* () {
+        const read = readSteps(r)
+        const steps = yield* (readTimeout === undefined ? read : Effect.timeoutFail(read, { duration: readTimeout, onTimeout: () => "timeout" as const })).pipe(
+          Effect.orElseSucceed((): Array<PaperStepRow> => [])
+        )
+        const intents = newIntents(r)
+        const fills = newFills(r)
+        r.fills.push(...fills)
+        const candles = r.pendingCandles
+        r.pendingCandles = []
+        const now = yield* Clock.currentTimeMillis
+        yield* Effect.try(() => writer.checkpoint({ runId: r.runId, candles, steps, intents, fills, metrics: summarise(r), nowMs: now })).pipe(
+          Effect.catchAll((error) => logEvent("paper.not-recorded", { strategy: r.subject.id, reason: `the checkpoint could not be written: ${String(error.error)}` }))
+        )
+      })
+
+    // Added before the strategies start, so it runs after they stopped; interruptible, so a stop bound ends it.
+    yield* Effect.addFinalizer(() =>
+      finalizerWork(Effect.gen(function* () {
+        for (const r of recordings.values()) {
+          yield* checkpoint(r, FINAL_READ_TIMEOUT)
+          const now = yield* Clock.currentTimeMillis
+          writer.end(r.runId, now)
+          const metrics = summarise(r)
+          yield* logEvent("paper.recorded", {
+            strategy: r.subject.id,
+            runId: r.runId,
+            candles: metrics.candles,
+            fromMs: metrics.fromMs,
+            toMs: metrics.toMs,
+            fills: r.fills.length,
+            pnl: metrics.pnl.toFixed()
+          })
+        }
+      }))
+    )
+    for (const r of recordings.values()) {
+      yield* Effect.forkScoped(Effect.repeat(checkpoint(r), Schedule.spaced(CHECKPOINT_EVERY)))
+    }
+    return { candleGiven }
+  })
