@@ -44,8 +44,27 @@ export const VenueConfig = Schema.Struct({
   tickMs: Schema.optionalWith(Millis("the tape step", 10, 60000), { default: () => 1000, exact: true }),
   settleMs: Schema.optionalWith(Millis("the settlement delay", 0, 60000), { default: () => 50, exact: true }),
   /** A staging run: live mode may trade on a svc-venue (which it refuses otherwise, as that is paper). */
-  staging: Schema.optionalWith(Schema.Boolean, { default: () => false, exact: true })
-})
+  staging: Schema.optionalWith(Schema.Boolean, { default: () => false, exact: true }),
+  /**
+   * Paper trading on real prices: the embedded venue follows another venue's public ticker
+   * and candles (no key) instead of `tape`. docs/venue.md, "Following another venue".
+   */
+  follow: Schema.optional(
+    Schema.Struct({
+      baseUrl: fix(
+        Schema.String.pipe(Schema.pattern(/^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/)),
+        "must be the absolute http(s) URL of the venue to follow, without a trailing /api or a query, e.g. https://exchange.example"
+      ),
+      pollMs: Schema.optionalWith(Millis("the poll interval of the followed venue's ticker", 100, 60000), { default: () => 1000, exact: true })
+    })
+  )
+}).pipe(
+  Schema.filter((venue) =>
+    venue.follow !== undefined && !venue.embedded
+      ? { path: ["follow"], message: "needs venue.embedded: true: the embedded venue is the one that follows (remove venue.follow to trade on venue.baseUrl)" }
+      : true
+  )
+)
 
 export const ClientConfig = Schema.Struct({
   requestTimeoutMs: Schema.optionalWith(Millis("the per-request timeout", 100, 120000), { default: () => 10000, exact: true }),

@@ -13,6 +13,7 @@ import type { IncomingMessage } from "node:http"
 import { logEvent } from "../log/Logger.js"
 import { devAccounts, type AccountsFile } from "./Accounts.js"
 import type { FaultProfile } from "./Faults.js"
+import { followVenue } from "./Follow.js"
 import type { TapeSource } from "./Tape.js"
 import type { VenueAnswer } from "./Answers.js"
 import { VENUE_IMPLEMENTATION, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
@@ -28,7 +29,11 @@ export interface ServeVenueOptions {
   /** Accounts, keys, pairs, limits and fees (default: the built-in dev accounts). */
   readonly accounts?: AccountsFile
   readonly settleMs?: number
-  /** Where prices come from (default: a manual tape that moves only through the admin route). */
+  /**
+   * Where prices come from (default: a manual tape that moves only through the admin route).
+   * A follow tape polls another venue's public ticker and candles (`Follow.ts`); the start
+   * fails when that venue cannot be read or lacks a pair.
+   */
   readonly tape?: TapeSource
   /** A synthetic or replay tape steps every `tickMs` (default 1000; 0 = only through the admin route). */
   readonly tickMs?: number
@@ -145,6 +150,8 @@ export const serveVenue = (options: ServeVenueOptions = {}): Effect.Effect<Runni
       catch: (cause) => new VenueStartError({ message: cause instanceof Error ? cause.message : String(cause), cause })
     })
     if (options.faults !== undefined) venue.applyFaults(options.faults)
+    // Before listening: a venue that cannot follow must not serve prices it does not have.
+    if (options.tape?.kind === "follow") yield* followVenue(venue, options.tape).pipe(Effect.mapError((e) => new VenueStartError({ message: e.message, cause: e })))
     const tls = options.tls
     const server = yield* NodeHttpServer.make(
       () => (tls === undefined ? http.createServer() : (https.createServer({ cert: tls.cert, key: tls.key }) as unknown as http.Server)),
@@ -157,7 +164,7 @@ export const serveVenue = (options: ServeVenueOptions = {}): Effect.Effect<Runni
     )
     yield* Effect.sync(() => venue.settle()).pipe(Effect.repeat(SETTLEMENT_POLL), Effect.forkScoped)
     const tickMs = options.tickMs ?? 1000
-    if (tickMs > 0 && options.tape !== undefined && options.tape.kind !== "manual") {
+    if (tickMs > 0 && (options.tape?.kind === "synthetic" || options.tape?.kind === "csv")) {
       yield* Effect.sync(() => venue.stepTapes()).pipe(Effect.repeat(Schedule.spaced(Duration.millis(tickMs))), Effect.forkScoped)
     }
     const address = server.address

@@ -1,8 +1,10 @@
 /**
- * The price tape: where svc-venue's prices come from. Three sources:
+ * The price tape: where svc-venue's prices come from. Four sources:
  * - synthetic: a seeded random walk, deterministic per seed (same seed, same prices);
  * - replay of an OHLCV CSV (`open_time_ms,open,high,low,close,volume`), one candle per step;
- * - manual: the price moves only when told (admin route, tests).
+ * - manual: the price moves only when told (admin route, tests);
+ * - follow: another venue's public ticker and candles, polled by `Follow.ts` (paper
+ *   trading on real prices); like a manual tape it never steps by itself.
  * Prices are whole numbers of ticks, so every price is an exact Decimal; the
  * randomness only decides how many ticks a step moves.
  */
@@ -199,6 +201,32 @@ export class CandleRecorder {
     }
   }
 
+  /**
+   * Puts a candle of a followed venue in place of the one recorded here from its polled
+   * prices for the same minute, or in its place in time. `forming`: the followed venue's
+   * candle is still open; it becomes the current one and takes the prices recorded next.
+   * The followed candle wins because it saw every trade, the polls only some of them.
+   */
+  adopt(candle: Candle, forming: boolean): void {
+    const current = this.current
+    if (current !== undefined && candle.openTimeMs >= current.openTimeMs) {
+      if (candle.openTimeMs > current.openTimeMs) this.push({ ...current })
+      this.current = undefined
+    }
+    if (forming && this.current === undefined) {
+      const last = this.closed[this.closed.length - 1]
+      if (last === undefined || candle.openTimeMs > last.openTimeMs) {
+        this.current = { ...candle }
+        return
+      }
+    }
+    let at = this.closed.length
+    while (at > 0 && this.closed[at - 1]!.openTimeMs > candle.openTimeMs) at -= 1
+    if (at > 0 && this.closed[at - 1]!.openTimeMs === candle.openTimeMs) this.closed[at - 1] = candle
+    else this.closed.splice(at, 0, candle)
+    if (this.closed.length > this.maxCandles) this.closed.splice(0, this.closed.length - this.maxCandles)
+  }
+
   /** Appends a finished candle (history or replay). */
   push(candle: Candle): void {
     const last = this.closed[this.closed.length - 1]
@@ -236,6 +264,18 @@ export type TapeSource =
   | { readonly kind: "synthetic"; readonly seed: number; readonly volatilityBps?: number }
   | { readonly kind: "csv"; readonly candles: ReadonlyArray<Candle> }
   | { readonly kind: "manual" }
+  | FollowSource
+
+/** Prices of another venue: see `Follow.ts`. */
+export interface FollowSource {
+  readonly kind: "follow"
+  /** The followed venue's base URL (scheme, host, port, any prefix before `/api`). */
+  readonly baseUrl: string
+  /** Milliseconds between polls of its ticker (default 1000). */
+  readonly pollMs?: number
+  /** Length of the followed venue's weight window: a minute per the Dialect; shorter only in tests. */
+  readonly weightWindowMs?: number
+}
 
 /** Minutes of synthetic history a tape starts with, so indicators have data at once. */
 export const HISTORY_CANDLES = 240

@@ -7,6 +7,7 @@ import { Console, Effect, Option } from "effect"
 import { readFileSync } from "node:fs"
 import { layer as loggerLayer, logEvent } from "../log/Logger.js"
 import { devAccounts, type AccountsFile } from "./Accounts.js"
+import { DEFAULT_FOLLOW_POLL_MS, MAX_FOLLOW_POLL_MS, MIN_FOLLOW_POLL_MS } from "./Follow.js"
 import { serveVenue, VenueStartError } from "./Server.js"
 import { parseOhlcvCsv, type TapeSource } from "./Tape.js"
 
@@ -32,6 +33,20 @@ export const parseTapeFlag = (flag: string): Effect.Effect<TapeSource, VenueStar
   )
 }
 
+/** Where prices come from: `--follow URL` (with `--follow-poll-ms`), or `--tape`. */
+const tapeOf = (flags: {
+  readonly tape: Option.Option<string>
+  readonly follow: Option.Option<string>
+  readonly followPollMs: Option.Option<number>
+}): Effect.Effect<TapeSource, VenueStartError> => {
+  if (Option.isSome(flags.follow)) {
+    if (Option.isSome(flags.tape)) return Effect.fail(new VenueStartError({ message: "--follow and --tape both say where prices come from: give one of them" }))
+    return Effect.succeed({ kind: "follow", baseUrl: flags.follow.value, ...(Option.isSome(flags.followPollMs) ? { pollMs: flags.followPollMs.value } : {}) })
+  }
+  if (Option.isSome(flags.followPollMs)) return Effect.fail(new VenueStartError({ message: "--follow-poll-ms goes with --follow URL" }))
+  return parseTapeFlag(Option.getOrElse(flags.tape, () => "synthetic:1"))
+}
+
 const loadAccounts = (path: string): Effect.Effect<AccountsFile, VenueStartError> =>
   readText(path, "accounts file").pipe(
     Effect.flatMap((text) =>
@@ -46,7 +61,15 @@ const options = {
   host: Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("interface to listen on")),
   port: Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("port to listen on; 0 picks a free port")),
   accounts: Options.file("accounts").pipe(Options.optional, Options.withDescription("accounts, keys, pairs, limits and fees (JSON); the built-in dev accounts when absent")),
-  tape: Options.text("tape").pipe(Options.withDefault("synthetic:1"), Options.withDescription("synthetic:SEED, manual, or an OHLCV CSV file (open_time_ms,open,high,low,close,volume)")),
+  tape: Options.text("tape").pipe(Options.optional, Options.withDescription("synthetic:SEED, manual, or an OHLCV CSV file (open_time_ms,open,high,low,close,volume); default synthetic:1")),
+  follow: Options.text("follow").pipe(
+    Options.optional,
+    Options.withDescription("paper trading on real prices: follow the public ticker and candles of the venue at this base URL (no key needed) instead of a tape")
+  ),
+  followPollMs: Options.integer("follow-poll-ms").pipe(
+    Options.optional,
+    Options.withDescription(`milliseconds between polls of the followed venue's ticker, ${MIN_FOLLOW_POLL_MS} to ${MAX_FOLLOW_POLL_MS}; default ${DEFAULT_FOLLOW_POLL_MS}`)
+  ),
   tickMs: Options.integer("tick-ms").pipe(Options.withDefault(1000), Options.withDescription("milliseconds between tape steps; 0 moves the tape only through /_venue/tape")),
   settleMs: Options.integer("settle-ms").pipe(Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement of an order")),
   tlsCert: Options.file("tls-cert").pipe(Options.optional, Options.withDescription("PEM certificate: serve https")),
@@ -62,7 +85,7 @@ export const venueCommand = Command.make("venue", options, (flags) =>
         yield* Console.error(`svc-venue: no --accounts given; built-in dev accounts and keys:\n${JSON.stringify(devAccounts, null, 2)}`)
         yield* logEvent("venue.dev-keys", { keyIds: devAccounts.accounts.flatMap((a) => (a.keys ?? []).map((k) => k.id)) })
       }
-      const tape = yield* parseTapeFlag(flags.tape)
+      const tape = yield* tapeOf(flags)
       if (Option.isSome(flags.tlsCert) !== Option.isSome(flags.tlsKey)) {
         return yield* new VenueStartError({ message: "--tls-cert and --tls-key go together" })
       }
@@ -79,7 +102,7 @@ export const venueCommand = Command.make("venue", options, (flags) =>
         settleMs: flags.settleMs,
         ...(tls === undefined ? {} : { tls })
       })
-      yield* logEvent("venue.listening", { url: running.url })
+      yield* logEvent("venue.listening", { url: running.url, ...(tape.kind === "follow" ? { follow: tape.baseUrl } : {}) })
       return yield* Effect.never
     })
   ).pipe(Effect.provide(loggerLayer()))
