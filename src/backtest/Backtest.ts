@@ -84,6 +84,13 @@ export interface BacktestSetup<P = unknown, S = unknown> {
   readonly tape?: ReadonlyArray<TapeStep>
   /** When each placement intent's order reached the venue in a recorded run. */
   readonly timing?: ReplayTiming
+  /**
+   * History the strategy hears before the first candle, as the daemon gives a fresh instance:
+   * `onCandle` only, marked `warmup`, its intents dropped.
+   */
+  readonly warmup?: ReadonlyArray<Candle>
+  /** Start from this state instead of `init` (a recorded run whose instance resumed its stored state). */
+  readonly initialState?: S
 }
 
 /** One price step of the venue's tape, on the venue's clock. */
@@ -268,7 +275,7 @@ class Run<P, S> {
       pairs: new Map([[pair.symbol, rules]])
     }
     this.refreshBalances()
-    this.state = this.call("init", () => this.strategy.init(setup.params, this.view))
+    this.state = setup.initialState !== undefined ? setup.initialState : this.call("init", () => this.strategy.init(setup.params, this.view))
   }
 
   /** Base held, free and locked. */
@@ -342,6 +349,19 @@ class Run<P, S> {
       next = this.engine.nextSettlementAt()
     }
     return settled
+  }
+
+  /** A history candle: the strategy hears it closed; what it would do then is dropped, as the daemon's host drops it. */
+  warmUp(candle: Candle, closeMs: number, event: CandleEvent): void {
+    const onCandle = this.strategy.onCandle
+    this.view.now = closeMs
+    this.lastPrices.set(this.symbol, candle.close)
+    if (onCandle === undefined) return
+    try {
+      this.state = onCandle(this.state, event, this.view).state
+    } catch (cause) {
+      throw this.failed("onCandle", cause)
+    }
   }
 
   /** Steps 1 to 4 for one candle. */
@@ -594,6 +614,17 @@ const exactEquity = (candles: ReadonlyArray<Candle>, holdings: ReadonlyArray<Hol
   return equity
 }
 
+const candleEvent = (symbol: string, interval: string, candle: Candle): CandleEvent => ({
+  symbol,
+  interval,
+  openTime: candle.openTimeMs,
+  open: candle.open,
+  high: candle.high,
+  low: candle.low,
+  close: candle.close,
+  volume: candle.volume
+})
+
 /** Runs one backtest. Deterministic: the same setup gives the same fills, equity and metrics. */
 export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<BacktestResult, BacktestFailed> => {
   try {
@@ -613,6 +644,9 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const minNotionalFloat = toFloat(minNotional)
     const noTimers: ReadonlyArray<number> = []
     const tape = setup.tape
+    for (const candle of setup.warmup ?? []) {
+      run.warmUp(candle, candle.openTimeMs + intervalMs, { ...candleEvent(setup.pair.symbol, interval, candle), warmup: true })
+    }
     let inMarketCandles = 0
     for (let i = 0; i < candles.length; i++) {
       const candle = candles[i]!
@@ -623,16 +657,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
         for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (matches(minute)) due.push(minute)
         timers = due
       }
-      const event: CandleEvent = {
-        symbol: setup.pair.symbol,
-        interval,
-        openTime: candle.openTimeMs,
-        open: candle.open,
-        high: candle.high,
-        low: candle.low,
-        close: candle.close,
-        volume: candle.volume
-      }
+      const event = candleEvent(setup.pair.symbol, interval, candle)
       if (tape === undefined) run.candle(candle, closeMs, event, timers)
       else run.replayCandle(tape, candle, closeMs, event, timers)
       if (run.holdingsVersion !== holdingsSeen) {

@@ -213,22 +213,6 @@ export const computeMetrics = (input: MetricsInput): Metrics => {
   }
 }
 
-/**
- * Largest gap between two equity curves over the same candles, in percent of the
- * starting equity: how far paper trading strayed from the backtest of its own tape.
- */
-export const trackingErrorPct = (paper: ReadonlyArray<Decimal>, backtest: ReadonlyArray<Decimal>): Decimal => {
-  const start = backtest[0] ?? paper[0]
-  if (start === undefined || start.lte(0)) return ZERO
-  const n = Math.min(paper.length, backtest.length)
-  let worst = ZERO
-  for (let i = 0; i < n; i++) {
-    const gap = paper[i]!.minus(backtest[i]!).abs()
-    if (gap.gt(worst)) worst = gap
-  }
-  return worst.div(start).mul(100)
-}
-
 /** Metrics as JSON-ready values: exact amounts as decimal strings, ratios as numbers (null when undefined). */
 export const metricsToJson = (metrics: Metrics): Record<string, string | number | null> => {
   const out: Record<string, string | number | null> = {}

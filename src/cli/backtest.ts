@@ -19,10 +19,12 @@ import { parse } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
 import { decodeGates, defaultGates, type PromotionGates } from "../promotion/Gates.js"
 import { canonicalParams, paramsHash, sourceHashOfFile } from "../promotion/Hash.js"
-import { promote } from "../promotion/Promotion.js"
+import { describeParity, type PaperReplay, promote } from "../promotion/Promotion.js"
+import { replayPaperRun } from "../promotion/Replay.js"
 import { listPromotions, recordRun } from "../promotion/Records.js"
 import { openDatabase } from "../store/Database.js"
 import { loadStrategy } from "../strategy/Loader.js"
+import { decodeParams, type StrategyDefinition } from "../strategy/Strategy.js"
 import { CliError, usageError } from "./errors.js"
 
 const DEFAULT_DB = "data/svcbot.db"
@@ -236,10 +238,18 @@ export const backtestCommand = Command.make("backtest", backtestOptions, (flags)
 
 interface PromotionSubject {
   readonly strategy: string
+  readonly definition: StrategyDefinition
   readonly sourcePath: string
   readonly params: unknown
   readonly gates: PromotionGates
 }
+
+/** The live gate's replay of a recorded paper run, with this strategy and these params. */
+const replayWith = (subject: PromotionSubject): PaperReplay => (run, toleranceMs) =>
+  Either.flatMap(
+    Either.mapLeft(decodeParams(subject.definition, subject.strategy, subject.params), (e) => e.message),
+    (params) => Either.mapLeft(replayPaperRun(subject.definition, params, run, toleranceMs), (e) => e.message)
+  )
 
 /**
  * The strategy, params and gates to promote: the config instance named NAME (by
@@ -274,7 +284,7 @@ const subjectOf = (name: string, config: Option.Option<string>, paramsFlag: Opti
     const loaded = yield* loadStrategy(name, reference, cwd).pipe(
       Effect.mapError((e) => usageError(Option.isSome(config) ? e.message : `${e.message}; to promote a strategy instance by its id, give --config FILE`))
     )
-    return { strategy: loaded.definition.name, sourcePath: loaded.sourcePath, params, gates }
+    return { strategy: loaded.definition.name, definition: loaded.definition, sourcePath: loaded.sourcePath, params, gates }
   })
 
 export const promoteCommand = Command.make(
@@ -290,7 +300,15 @@ export const promoteCommand = Command.make(
     Effect.gen(function* () {
       const subject = yield* subjectOf(flags.name, flags.config, flags.params)
       const outcome = yield* withDatabase(dbPath(flags.db), (db) =>
-        Effect.sync(() => promote(db, { strategy: subject.strategy, sourcePath: subject.sourcePath, params: subject.params, to: flags.to, gates: subject.gates, nowMs: Date.now() }))
+        Effect.sync(() => promote(db, {
+            strategy: subject.strategy,
+            sourcePath: subject.sourcePath,
+            params: subject.params,
+            to: flags.to,
+            gates: subject.gates,
+            nowMs: Date.now(),
+            replay: replayWith(subject)
+          }))
       )
       if (Either.isLeft(outcome)) {
         const refused = outcome.left
@@ -305,7 +323,7 @@ export const promoteCommand = Command.make(
           `  source ${promotion.sourceHash} (${promotion.sourcePath})`,
           `  params ${promotion.paramsHash}`,
           ...promotion.evidence.checks.map((c) => `  ${c.gate}: required ${c.required}, evidence ${c.actual}`)
-        ].join("\n")
+        ].join("\n") + describeParity(promotion.evidence.parity ?? [])
       )
     })
 ).pipe(Command.withDescription("Promote a strategy to paper or live when the evidence for its exact source and params passes every gate"))

@@ -25,6 +25,7 @@ import { isSvcVenue, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js
 import { devTradeKey } from "../venue/Accounts.js"
 import { parseTapeFlag } from "../venue/cli.js"
 import { serveVenue } from "../venue/Server.js"
+import type { TapeSource } from "../venue/Tape.js"
 import { runInstance, type AccountView, type RunningInstance, type TradingPort } from "../strategy/Host.js"
 import { loadStrategy } from "../strategy/Loader.js"
 import { INTERVAL_MS, runMarketData } from "../strategy/MarketData.js"
@@ -124,11 +125,16 @@ const connect = (options: RunOptions): Effect.Effect<{ readonly baseUrl: string;
     const fromEnv = loadCredentials(options.env)
     if (Either.isLeft(fromEnv)) return yield* new StartupError({ message: fromEnv.left.message, exitCode: 2 })
     if (config.venue.embedded) {
-      const tape = yield* parseTapeFlag(config.venue.tape).pipe(Effect.mapError((e) => new StartupError({ message: `venue.tape: ${e.message}`, exitCode: 2 })))
+      const follow = config.venue.follow
+      // Paper on real prices: the embedded venue moves with another venue's public market data.
+      const tape: TapeSource =
+        follow === undefined
+          ? yield* parseTapeFlag(config.venue.tape).pipe(Effect.mapError((e) => new StartupError({ message: `venue.tape: ${e.message}`, exitCode: 2 })))
+          : { kind: "follow", baseUrl: follow.baseUrl, pollMs: follow.pollMs }
       const running = yield* serveVenue({ port: 0, tape, tickMs: config.venue.tickMs, settleMs: config.venue.settleMs }).pipe(
         Effect.mapError((e) => new StartupError({ message: `the embedded venue did not start: ${e.message}`, exitCode: 1 }))
       )
-      yield* logEvent("venue.listening", { url: running.url, embedded: true })
+      yield* logEvent("venue.listening", { url: running.url, embedded: true, ...(follow === undefined ? {} : { follow: follow.baseUrl }) })
       // The embedded venue only knows its development keys.
       return { baseUrl: running.url, credentials: { apiKey: Redacted.make(devTradeKey.keyId), apiSecret: Redacted.make(devTradeKey.secret) } }
     }

@@ -4,7 +4,6 @@
  * synchronous functions over the one better-sqlite3 connection of `Database`.
  */
 import type BetterSqlite3 from "better-sqlite3"
-import { Decimal } from "../domain/Decimal.js"
 import { type Metrics, metricsFromJson, metricsToJson } from "../backtest/Metrics.js"
 import type { GateCheck } from "./Gates.js"
 
@@ -25,13 +24,15 @@ export interface NewRun extends RunIdentity {
   readonly symbol: string
   readonly dataSource: string
   readonly metrics: Metrics
-  /** Paper runs: the worst gap to the backtest of the same candles (`trackingErrorPct`). */
-  readonly trackingErrorPct?: Decimal
   readonly recordedAtMs: number
 }
 
 export interface RunRecord extends NewRun {
   readonly runId: number
+  /** Paper runs: recording as it happens (`running`), ended cleanly, or cut off. */
+  readonly status: "running" | "completed" | "interrupted"
+  /** Paper runs written as they happen: when the instance started. */
+  readonly startedAtMs: number | null
 }
 
 interface RunRow {
@@ -44,8 +45,9 @@ interface RunRow {
   symbol: string
   data_source: string
   metrics: string
-  tracking_error_pct: string | null
   recorded_at: number
+  status: "running" | "completed" | "interrupted"
+  started_at: number | null
 }
 
 const toRun = (row: RunRow): RunRecord => ({
@@ -58,16 +60,17 @@ const toRun = (row: RunRow): RunRecord => ({
   symbol: row.symbol,
   dataSource: row.data_source,
   metrics: metricsFromJson(JSON.parse(row.metrics) as Record<string, unknown>),
-  ...(row.tracking_error_pct === null ? {} : { trackingErrorPct: new Decimal(row.tracking_error_pct) }),
-  recordedAtMs: row.recorded_at
+  recordedAtMs: row.recorded_at,
+  status: row.status,
+  startedAtMs: row.started_at
 })
 
 export const recordRun = (db: BetterSqlite3.Database, run: NewRun): number => {
   const result = db
     .prepare(
       `INSERT INTO runs (kind, strategy, source_hash, params_hash, params, symbol, data_source, data_from_ms, data_to_ms,
-                         candles, metrics, tracking_error_pct, recorded_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+                         candles, metrics, recorded_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
     )
     .run(
       run.kind,
@@ -81,7 +84,6 @@ export const recordRun = (db: BetterSqlite3.Database, run: NewRun): number => {
       run.metrics.toMs,
       run.metrics.candles,
       JSON.stringify(metricsToJson(run.metrics)),
-      run.trackingErrorPct === undefined ? null : run.trackingErrorPct.toFixed(),
       run.recordedAtMs
     )
   return Number(result.lastInsertRowid)
@@ -105,9 +107,26 @@ export const listRuns = (db: BetterSqlite3.Database, strategy?: string): Readonl
     ).all() as Array<RunRow>
   ).map(toRun)
 
+/** A paper run's replay as a promotion record keeps it. */
+export interface ParitySummary {
+  readonly runId: number
+  readonly status: RunRecord["status"]
+  readonly paperFills: number
+  readonly replayFills: number
+  readonly fillMismatches: number
+  /** Percent, 4 decimals; null when not measured. */
+  readonly trackingErrorPct: string | null
+  /** The first mismatches, one line each. */
+  readonly worst: ReadonlyArray<string>
+  /** Set when the run could not be replayed. */
+  readonly error?: string
+}
+
 export interface PromotionEvidence {
   readonly runIds: ReadonlyArray<number>
   readonly checks: ReadonlyArray<GateCheck>
+  /** Live promotions: every counted paper run's replay (absent in records made before replays). */
+  readonly parity?: ReadonlyArray<ParitySummary>
 }
 
 export interface PromotionRecord extends RunIdentity {

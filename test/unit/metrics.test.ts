@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
-import { closedTradePnls, computeMetrics, metricsFromJson, metricsToJson, type MetricsInput, type RunFill, trackingErrorPct } from "../../src/backtest/Metrics.js"
+import { closedTradePnls, computeMetrics, metricsFromJson, metricsToJson, type MetricsInput, type RunFill } from "../../src/backtest/Metrics.js"
 
 const d = (text: string) => new Decimal(text)
 const YEAR_MS = 365 * 86_400_000
@@ -124,13 +124,7 @@ describe("trades, first in first out", () => {
   })
 })
 
-describe("tracking error and JSON", () => {
-  it("is the largest equity gap in percent of the starting equity", () => {
-    const paper = [d("100"), d("103"), d("98")]
-    const backtest = [d("100"), d("101"), d("100")]
-    expect(trackingErrorPct(paper, backtest).toFixed()).toBe("2")
-  })
-
+describe("metrics as JSON", () => {
   it("round-trips metrics through JSON with exact amounts", () => {
     const m = computeMetrics(input({ fills: [fill("buy", "0.123456789", "100.01")] }))
     const back = metricsFromJson(JSON.parse(JSON.stringify(metricsToJson(m))) as Record<string, unknown>)

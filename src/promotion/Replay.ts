@@ -1,0 +1,126 @@
+/**
+ * Parity of a recorded paper run: the same strategy with the same params is run
+ * through the backtester's matching over exactly what the run recorded — the
+ * candles its strategy was given (history as warm-up), the venue's price steps, the
+ * state it resumed — and its fills are compared one to one with the paper fills,
+ * intent by intent (tag and occurrence), on side, price, quantity, liquidity and fee.
+ *
+ * Each replayed order reaches the venue when the paper order did, if that was within
+ * `latencyToleranceMs` of the strategy's decision; an order that took longer (or never
+ * got there) is replayed as arriving at the end of that tolerance, so latency or faults
+ * that changed a fill show as a mismatch. Tracking error compares the two PnL curves
+ * of the instance's own book, in percent of what its allocation was worth at the start.
+ */
+import { Either } from "effect"
+import { Decimal } from "../domain/Decimal.js"
+import { type BacktestFailed, BacktestSetupInvalid, runBacktest } from "../backtest/Backtest.js"
+import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
+import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
+import type { Candle, PairSpec } from "../venue/Matching.js"
+import { allocationValue, type BookPair, pnlCurve, trackingErrorPct } from "./Book.js"
+import type { PaperRunEvidence } from "./PaperStore.js"
+
+export interface RunParity {
+  readonly runId: number
+  readonly status: PaperRunEvidence["status"]
+  /** Paper fills of the run's own intents (fills of orders placed before the run are not compared). */
+  readonly paperFills: number
+  readonly replayFills: number
+  readonly fillMismatches: number
+  /** The first few mismatches, for the record and the operator. */
+  readonly worst: ReadonlyArray<IntentFillMismatch>
+  /** Undefined when the instance had no allocation to measure against. */
+  readonly trackingErrorPct: Decimal | undefined
+}
+
+/** Mismatches kept in a promotion record per run. */
+const WORST_KEPT = 5
+
+const toCandle = (c: PaperRunEvidence["candles"][number]): Candle => ({ openTimeMs: c.openTime, open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })
+
+export const replayPaperRun = <P, S>(
+  strategy: StrategyDefinition<P, S>,
+  params: P,
+  run: PaperRunEvidence,
+  latencyToleranceMs: number
+): Either.Either<RunParity, BacktestFailed> => {
+  const setup = run.setup
+  const live = run.candles.filter((c) => !c.warmup)
+  if (live.length === 0) {
+    return Either.left(new BacktestSetupInvalid({ message: `paper run ${run.runId} recorded no live candle` }))
+  }
+  let initialState: S | undefined
+  if (setup.startState !== null) {
+    const restored = deserializeState(strategy, setup.startState)
+    if (Either.isLeft(restored)) return Either.left(new BacktestSetupInvalid({ message: `paper run ${run.runId}: ${restored.left.message}` }))
+    initialState = restored.right
+  }
+  const pair: PairSpec = {
+    symbol: setup.pair.symbol,
+    base: setup.pair.base,
+    quote: setup.pair.quote,
+    tickSize: new Decimal(setup.pair.tickSize),
+    stepSize: new Decimal(setup.pair.stepSize),
+    minBaseQty: new Decimal(setup.pair.minBaseQty),
+    minNotional: new Decimal(setup.pair.minNotional),
+    depthNotional: new Decimal(setup.pair.depthNotional),
+    status: "trading"
+  }
+  const byIntent = new Map(run.intents.map((intent) => [intentKey(intent.tag, intent.occurrence), intent]))
+  const replayed = runBacktest({
+    strategy,
+    params,
+    pair,
+    fees: { maker: new Decimal(setup.fees.maker), taker: new Decimal(setup.fees.taker) },
+    settleDelayMs: setup.settleDelayMs,
+    balances: Object.fromEntries(Object.entries(setup.startBalances).map(([asset, amount]) => [asset, new Decimal(amount)])),
+    candles: live.map(toCandle),
+    warmup: run.candles.filter((c) => c.warmup).map(toCandle),
+    intervalMs: setup.intervalMs,
+    tape: run.steps,
+    timing: {
+      placedAt: (tag, occurrence) => {
+        const paper = byIntent.get(intentKey(tag, occurrence))
+        if (paper === undefined) return undefined
+        const reached = paper.reachedVenueAt
+        return reached !== null && reached - paper.decidedAt <= latencyToleranceMs ? reached : paper.decidedAt + latencyToleranceMs
+      }
+    },
+    ...(setup.schedule === null ? {} : { schedule: setup.schedule }),
+    ...(initialState === undefined ? {} : { initialState })
+  })
+  return Either.map(replayed, (result) => {
+    const intentOf = new Map(run.intents.map((intent) => [intent.intentId, intentKey(intent.tag, intent.occurrence)]))
+    const paper: Array<IntentFill> = []
+    for (const fill of run.fills) {
+      if (fill.intentId === null) continue
+      paper.push({ intent: intentOf.get(fill.intentId) ?? fill.intentId, side: fill.side, price: fill.price, baseQty: fill.baseQty, liquidity: fill.liquidity, fee: fill.fee })
+    }
+    const replay = fillsByIntent(result.fills, result.placements)
+    const mismatches = compareFillsByIntent(replay, paper)
+
+    const book: BookPair = { symbol: pair.symbol, base: pair.base, quote: pair.quote, minNotional: pair.minNotional }
+    const paperCurve = pnlCurve(book, live, run.fills.map((f) => ({ ...f, symbol: pair.symbol })))
+    let known = 0
+    const replayPoints = live.map((candle) => {
+      const closeMs = candle.openTime + setup.intervalMs
+      while (known < result.fills.length && result.fills[known]!.time <= closeMs) known++
+      return { close: candle.close, fillsKnown: known }
+    })
+    const replayCurve = pnlCurve(book, replayPoints, result.fills.map((f) => ({ ...f, symbol: pair.symbol })))
+    const allocation = setup.allocation
+    const startValue =
+      allocation === null
+        ? new Decimal(0)
+        : allocationValue(book, Object.fromEntries(Object.entries(allocation).map(([asset, amount]) => [asset, new Decimal(amount)])), new Decimal(setup.startPrice))
+    return {
+      runId: run.runId,
+      status: run.status,
+      paperFills: paper.length,
+      replayFills: replay.length,
+      fillMismatches: mismatches.length,
+      worst: mismatches.slice(0, WORST_KEPT),
+      trackingErrorPct: trackingErrorPct(paperCurve.pnl, replayCurve.pnl, startValue)
+    }
+  })
+}
