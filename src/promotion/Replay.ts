@@ -5,6 +5,9 @@
  * state it resumed — and its fills are compared one to one with the paper fills,
  * intent by intent (tag and occurrence), on side, price, quantity, liquidity and fee.
  *
+ * The comparison covers the run up to the close of the last candle its strategy was given;
+ * fills of orders placed before the run (a resumed instance) move its book but are not compared.
+ *
  * Each replayed order reaches the venue when the paper order did, if that was within
  * `latencyToleranceMs` of the strategy's decision; an order that took longer (or never
  * got there) is replayed as arriving at the end of that tolerance, so latency or faults
@@ -91,9 +94,11 @@ export const replayPaperRun = <P, S>(
   })
   return Either.map(replayed, (result) => {
     const intentOf = new Map(run.intents.map((intent) => [intent.intentId, intentKey(intent.tag, intent.occurrence)]))
+    // The replay ends at the last candle the strategy was given; what the run did after it is not compared.
+    const lastCloseMs = live[live.length - 1]!.openTime + setup.intervalMs
     const paper: Array<IntentFill> = []
     for (const fill of run.fills) {
-      if (fill.intentId === null) continue
+      if (fill.intentId === null || fill.time > lastCloseMs) continue
       paper.push({ intent: intentOf.get(fill.intentId) ?? fill.intentId, side: fill.side, price: fill.price, baseQty: fill.baseQty, liquidity: fill.liquidity, fee: fill.fee })
     }
     const replay = fillsByIntent(result.fills, result.placements)
