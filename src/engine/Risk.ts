@@ -182,7 +182,7 @@ export const assess = (intent: PlaceIntent, ctx: RiskContext, limits: RiskLimits
     if (free.lt(lock.amount)) {
       return refuse(
         "allocation-exceeded",
-        `needs ${lock.amount.toFixed()} ${lock.asset}, the instance's allocation has ${Decimal.max(free, ZERO).toFixed()} free of ${ctx.allocation.allocated(lock.asset).toFixed()} allocated (raise strategies[].allocation.${lock.asset} or trade smaller)`
+        `needs ${lock.amount.toFixed()} ${lock.asset}, the instance's allocation has ${Decimal.max(free, ZERO).toFixed()} ${lock.asset} free of ${ctx.allocation.allocated(lock.asset).toFixed()} ${lock.asset} allocated (raise strategies[].allocation.${lock.asset} or trade smaller)`
       )
     }
   }

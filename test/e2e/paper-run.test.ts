@@ -1,106 +1,120 @@
 /**
- * A paper run of the daemon is promotion evidence: when `svcbot run` stops, each
- * strategy instance has one `paper` row in the runs table under exactly the
- * identity `promote` and `liveStatus` compute (strategy, source hash, params
- * hash), covering the candles that closed during the run; `svcbot promote --to
- * live` then judges that evidence by the paper gates.
+ * A paper run of the daemon is promotion evidence written as it happens: each
+ * instance gets a `running` run at start under the identity `promote` computes,
+ * extended by checkpoints with the venue's price steps, the candles given to the
+ * strategy, its placement intents and its fills; `kill -9` keeps what was
+ * checkpointed and the next start marks it `interrupted`; a clean stop marks the
+ * new run `completed`. Every instance is judged on its own book: one that never
+ * fills has PnL exactly 0 while the price moves, and an order beyond an instance's
+ * allocation is refused saying so.
  */
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { Decimal } from "../../src/domain/Decimal.js"
 import { identityOf } from "../../src/promotion/Promotion.js"
 import { STRATEGIES_DIR } from "../../src/strategy/Loader.js"
-import { decodeAccounts, devAccounts, toPairSpec } from "../../src/venue/Accounts.js"
-import { syntheticCandles } from "../../src/venue/Tape.js"
-import { events, killAll, query, svcbot, waitForEvent } from "../support/daemon.js"
+import { events, killAll, paperConfig, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
 import { startVenue } from "../support/venue.js"
 
 afterAll(killAll)
 
-const CANDLES = 30
-const pair = toPairSpec(decodeAccounts(devAccounts).pairs[0]!)
-const candles = syntheticCandles(CANDLES, { seed: 8, startPrice: new Decimal(60000), tickSize: pair.tickSize, stepSize: pair.stepSize, startMs: Date.UTC(2024, 0, 1) })
+const GRID = { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002", retryAfterMs: 2000 }
+// Crossings of a 50- and 60-candle average cannot happen within a test run: this instance never trades.
+const IDLE = { fastPeriod: 50, slowPeriod: 60, entry: "market", quoteQty: "100", maxSlippageBps: 50 }
 
 const instances = [
-  {
-    id: "btc-sma",
-    strategy: "sma-crossover",
-    symbol: "BTCUSDT",
-    candleInterval: "1m",
-    pollMs: 250,
-    params: { fastPeriod: 3, slowPeriod: 8, entry: "market", quoteQty: "1000.0", maxSlippageBps: 50 }
-  },
-  {
-    id: "btc-grid",
-    strategy: "grid",
-    symbol: "BTCUSDT",
-    pollMs: 250,
-    params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002", retryAfterMs: 30000 }
-  }
+  { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 250, params: GRID, allocation: { USDT: "5000", BTC: "0.05" } },
+  { id: "idle", strategy: "sma-crossover", symbol: "BTCUSDT", pollMs: 250, params: IDLE, allocation: { USDT: "1000" } },
+  // 0.002 BTC at ~60,000 needs ~120 USDT: more than this allocation holds.
+  { id: "starved", strategy: "grid", symbol: "BTCUSDT", pollMs: 250, params: GRID, allocation: { USDT: "50" } }
 ]
 
 interface RunRow {
+  run_id: number
   kind: string
+  status: string
+  instance_id: string
   strategy: string
   source_hash: string
   params_hash: string
-  symbol: string
-  data_source: string
-  data_from_ms: number
-  data_to_ms: number
   candles: number
-  tracking_error_pct: string | null
+  metrics: string
+  setup: string
 }
 
-describe("svcbot run in paper mode records its evidence", () => {
-  it("writes one paper run per instance with the promotion identity, and promote --to live judges it by the paper gates", async () => {
-    const venue = await startVenue({ tape: { kind: "csv", candles }, tickMs: 0 })
-    try {
-      const dir = mkdtempSync(join(tmpdir(), "svcbot-paper-run-"))
-      const dbPath = join(dir, "svcbot.db")
-      const configPath = join(dir, "config.json")
-      writeFileSync(
-        configPath,
-        JSON.stringify({ mode: "paper", venue: { embedded: false, baseUrl: venue.url }, database: { path: dbPath }, engine: { cancelOnStop: true }, strategies: instances })
-      )
-      const run = svcbot(["run", "--config", configPath], { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret })
-      await waitForEvent(run, "config.loaded", 60_000)
-      // Every candle of the tape closes while the daemon runs.
-      await venue.admin("POST", "/_venue/tape", { steps: CANDLES })
-      run.child.kill("SIGTERM")
-      expect(await run.exit, run.stderr.join("")).toBe(0)
+const count = (dbPath: string, table: string, runId: number): number => query<{ n: number }>(dbPath, `SELECT count(*) AS n FROM ${table} WHERE run_id = ?`, runId)[0]!.n
 
-      const recorded = events(run).filter((e) => e.event === "paper.recorded")
-      expect(recorded.map((e) => e.strategy).sort()).toEqual(["btc-grid", "btc-sma"])
-      const rows = query<RunRow>(dbPath, "SELECT * FROM runs ORDER BY run_id")
-      expect(rows).toHaveLength(instances.length)
+describe("svcbot run in paper mode records its evidence as it happens", () => {
+  it("checkpoints each instance's run, keeps a killed run as interrupted, and judges each instance on its own book", async () => {
+    const venue = await startVenue({ tape: { kind: "synthetic", seed: 11 }, tickMs: 100 })
+    try {
+      const { configPath, dbPath } = paperConfig("paper-run", venue.url, { heartbeatMs: 1000, engine: { cancelOnStop: true }, strategies: instances })
+      const env = { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret }
+
+      const first = svcbot(["run", "--config", configPath], env)
+      await waitForEvent(first, "config.loaded", 60_000)
+      // Wait until a checkpoint holds fills of the grid: evidence is on disk before the kill.
+      await pollUntil(
+        async () => (query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM paper_fills f JOIN runs r ON r.run_id = f.run_id WHERE r.instance_id = 'grid'")[0]!.n > 0 ? true : undefined),
+        60_000,
+        "a checkpoint with the grid's fills",
+        200
+      )
+      first.child.kill("SIGKILL")
+      await first.exit
+
+      const killed = query<RunRow>(dbPath, "SELECT * FROM runs WHERE kind = 'paper' ORDER BY run_id")
+      expect(killed.map((r) => [r.instance_id, r.status])).toEqual([
+        ["grid", "running"],
+        ["idle", "running"],
+        ["starved", "running"]
+      ])
       for (const instance of instances) {
         const identity = identityOf(instance.strategy, join(STRATEGIES_DIR, `${instance.strategy}.ts`), instance.params)
-        const row = rows.find((r) => r.strategy === instance.strategy)
-        expect(row, instance.id).toMatchObject({
-          kind: "paper",
-          source_hash: identity.sourceHash,
-          params_hash: identity.paramsHash,
-          symbol: "BTCUSDT",
-          data_source: `venue:${venue.url}`,
-          candles: CANDLES,
-          data_from_ms: candles[0]!.openTimeMs,
-          data_to_ms: candles[CANDLES - 1]!.openTimeMs + 60_000
-        })
-        expect(row!.tracking_error_pct, `${instance.id} measured its tracking error`).not.toBeNull()
+        expect(killed.find((r) => r.instance_id === instance.id), instance.id).toMatchObject({ strategy: instance.strategy, source_hash: identity.sourceHash, params_hash: identity.paramsHash })
       }
+      const grid = killed.find((r) => r.instance_id === "grid")!
+      const kept = { steps: count(dbPath, "paper_steps", grid.run_id), fills: count(dbPath, "paper_fills", grid.run_id), intents: count(dbPath, "paper_intents", grid.run_id) }
+      console.log(`killed run ${grid.run_id} kept ${kept.steps} price steps, ${kept.intents} intents, ${kept.fills} fills`)
+      expect(kept.steps).toBeGreaterThan(0)
+      expect(kept.intents).toBeGreaterThan(0)
+      const reached = query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM paper_intents WHERE run_id = ? AND reached_venue_at IS NOT NULL", grid.run_id)[0]!.n
+      expect(reached, "orders record when they reached the venue").toBeGreaterThan(0)
+      expect(JSON.parse(grid.setup)).toMatchObject({ instanceId: "grid", allocation: { USDT: "5000", BTC: "0.05" }, startBalances: { USDT: "5000", BTC: "0.05" } })
 
-      const promote = svcbot(["promote", "btc-sma", "--to", "live", "--config", configPath, "--db", dbPath])
-      expect(await promote.exit).toBe(1)
-      const refusal = promote.stderr.join("")
-      // Half an hour of tape is evidence, just not seven days of it.
-      expect(refusal).toMatch(/paper\.minDays: required >= 7, evidence 0\.02083/)
-      expect(refusal).not.toMatch(/paper\.minDays: required >= \d+, evidence none/)
-      expect(refusal).not.toMatch(/paper\.maxTrackingErrorPct: required <= [\d.]+, evidence none/)
+      // The starved instance's orders were refused for its allocation, not placed.
+      const refusals = query<{ refusal: string }>(dbPath, "SELECT DISTINCT refusal FROM intents WHERE strategy_id = 'starved' AND outcome = 'refused'")
+      expect(refusals.map((r) => r.refusal)).toContain("allocation-exceeded")
+      expect(query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM orders WHERE strategy_id = 'starved' AND client_order_id IS NOT NULL")[0]!.n).toBe(0)
+      const refused = events(first).find((e) => e.event === "risk.refused" && e.strategy === "starved")
+      expect(String(refused?.detail)).toMatch(/the instance's allocation has 50 USDT free of 50 USDT allocated \(raise strategies\[\]\.allocation\.USDT or trade smaller\)/)
+
+      const second = svcbot(["run", "--config", configPath], env)
+      const interrupted = await waitForEvent(second, "paper.interrupted", 60_000)
+      expect(interrupted.runs).toBe(3)
+      await waitForEvent(second, "config.loaded", 60_000)
+      await waitForEvent(second, "heartbeat", 30_000, (e) => e.strategy === "grid")
+      second.child.kill("SIGTERM")
+      expect(await second.exit, second.stderr.join("")).toBe(0)
+
+      const after = query<RunRow>(dbPath, "SELECT * FROM runs WHERE kind = 'paper' ORDER BY run_id")
+      expect(after.map((r) => r.status)).toEqual(["interrupted", "interrupted", "interrupted", "completed", "completed", "completed"])
+      expect(count(dbPath, "paper_steps", grid.run_id), "an interrupted run keeps what it recorded").toBe(kept.steps)
+      expect(count(dbPath, "paper_fills", grid.run_id)).toBe(kept.fills)
+      expect(events(second).filter((e) => e.event === "paper.recorded").map((e) => e.strategy).sort()).toEqual(["grid", "idle", "starved"])
+
+      // The idle instance held its allocation while the price moved: its PnL is exactly 0.
+      const prices = query<{ n: number }>(dbPath, "SELECT count(DISTINCT price) AS n FROM paper_steps WHERE run_id = ?", after[4]!.run_id)[0]!.n
+      expect(prices, "the price moved during the run").toBeGreaterThan(1)
+      for (const idle of after.filter((r) => r.instance_id === "idle")) {
+        const metrics = JSON.parse(idle.metrics) as { pnl: string; fills: number; initialEquity: string }
+        expect(metrics).toMatchObject({ pnl: "0", fills: 0, initialEquity: "1000" })
+      }
+      // Heartbeats show each allocated instance's own balances.
+      const beat = events(second).filter((e) => e.event === "heartbeat" && e.strategy === "idle").pop()
+      expect(beat?.balances).toEqual({ USDT: "1000" })
+      expect(beat?.netPnl).toBe("0")
     } finally {
       await venue.close()
     }
-  }, 90_000)
+  }, 180_000)
 })
