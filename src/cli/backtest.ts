@@ -348,7 +348,11 @@ export const promotionsCommand = Command.make(
       }
       yield* Console.log(
         records
-          .map((r) => `#${r.promotionId}  ${new Date(r.promotedAtMs).toISOString()}  ${r.strategy} -> ${r.stage}  source ${r.sourceHash.slice(0, 12)}  params ${r.paramsHash.slice(0, 12)}  runs ${r.evidence.runIds.join(",") || "-"}`)
+          .map((r) => {
+            const parity = r.evidence.parity
+            const replayed = parity === undefined || parity.length === 0 ? "" : `  fill mismatches ${parity.reduce((sum, p) => sum + p.fillMismatches, 0)}`
+            return `#${r.promotionId}  ${new Date(r.promotedAtMs).toISOString()}  ${r.strategy} -> ${r.stage}  source ${r.sourceHash.slice(0, 12)}  params ${r.paramsHash.slice(0, 12)}  runs ${r.evidence.runIds.join(",") || "-"}${replayed}`
+          })
           .join("\n")
       )
     })
