@@ -14,6 +14,7 @@ import { describeData, type JobSpec, parseBalances, parseDataSpec, parseFees, pr
 import { fillToJson, metricsFromJson, metricsToJson } from "../backtest/Metrics.js"
 import { metricRows, renderReport } from "../backtest/Report.js"
 import { parseGrid, rank, rankedCsv, runSweep, type SweepResult } from "../backtest/Sweep.js"
+import { evidencePathOf } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
 import { parse } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
@@ -34,10 +35,14 @@ const fromEither = <A, E extends { readonly message: string }>(either: Either.Ei
 
 const dbOption = Options.text("db").pipe(
   Options.optional,
-  Options.withDescription(`SQLite file that records runs and promotions (default: $SVC_DATABASE_PATH or ${DEFAULT_DB})`)
+  Options.withDescription(
+    `the evidence store: SQLite file that records runs and promotions (default: the --config's evidence.path or database.path, else $SVC_EVIDENCE_PATH, $SVC_DATABASE_PATH or ${DEFAULT_DB})`
+  )
 )
 
-const dbPath = (flag: Option.Option<string>): string => Option.getOrElse(flag, () => process.env.SVC_DATABASE_PATH ?? DEFAULT_DB)
+/** The evidence store a command records to or reads: the flag, the config's store, or the environment's, as the daemon resolves it. */
+const dbPath = (flag: Option.Option<string>, configured?: string): string =>
+  Option.getOrElse(flag, () => configured ?? (process.env.SVC_EVIDENCE_PATH || process.env.SVC_DATABASE_PATH || DEFAULT_DB))
 
 /** Opens the database for the length of `use` and closes it afterwards, whatever happens. */
 const withDatabase = <A, E>(path: string, use: (db: BetterSqlite3.Database) => Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
@@ -237,6 +242,8 @@ export const backtestCommand = Command.make("backtest", backtestOptions, (flags)
 // promote and promotions
 
 interface PromotionSubject {
+  /** The config's evidence store, when the subject came from a config. */
+  readonly evidencePath: string | undefined
   readonly strategy: string
   readonly definition: StrategyDefinition
   readonly sourcePath: string
@@ -263,8 +270,10 @@ const subjectOf = (name: string, config: Option.Option<string>, paramsFlag: Opti
     let reference = name
     let params = explicitParams
     let gates = defaultGates
+    let evidencePath: string | undefined
     if (Option.isSome(config)) {
       const loaded = yield* loadConfig(config.value).pipe(Effect.mapError((e) => usageError(e.message)))
+      evidencePath = evidencePathOf(loaded)
       const byId = loaded.strategies.filter((s) => s.id === name)
       const byStrategy = loaded.strategies.filter((s) => s.strategy === name)
       const matches = byId.length > 0 ? byId : byStrategy
@@ -284,7 +293,7 @@ const subjectOf = (name: string, config: Option.Option<string>, paramsFlag: Opti
     const loaded = yield* loadStrategy(name, reference, cwd).pipe(
       Effect.mapError((e) => usageError(Option.isSome(config) ? e.message : `${e.message}; to promote a strategy instance by its id, give --config FILE`))
     )
-    return { strategy: loaded.definition.name, definition: loaded.definition, sourcePath: loaded.sourcePath, params, gates }
+    return { evidencePath, strategy: loaded.definition.name, definition: loaded.definition, sourcePath: loaded.sourcePath, params, gates }
   })
 
 export const promoteCommand = Command.make(
@@ -299,7 +308,7 @@ export const promoteCommand = Command.make(
   (flags) =>
     Effect.gen(function* () {
       const subject = yield* subjectOf(flags.name, flags.config, flags.params)
-      const outcome = yield* withDatabase(dbPath(flags.db), (db) =>
+      const outcome = yield* withDatabase(dbPath(flags.db, subject.evidencePath), (db) =>
         Effect.sync(() => promote(db, {
             strategy: subject.strategy,
             sourcePath: subject.sourcePath,

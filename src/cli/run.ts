@@ -3,16 +3,18 @@
  * 2 for a configuration or usage problem (nothing was written), 1 when the
  * venue, the key or the database failed at start or the engine stopped.
  */
+import { existsSync } from "node:fs"
 import { Command, Options } from "@effect/cli"
 import { NodeHttpClient } from "@effect/platform-node"
+import BetterSqlite3 from "better-sqlite3"
 import { Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import { evidencePathOf } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
 import { Health, healthLogHook } from "../daemon/Health.js"
 import { runDaemon, StartupError, type ResolvedInstance } from "../daemon/Daemon.js"
 import * as Log from "../log/Logger.js"
 import { AlertWebhook } from "../ops/AlertWebhook.js"
 import { liveStatus } from "../promotion/Promotion.js"
-import { openDatabase } from "../store/Database.js"
 import { CliError, usageError } from "./errors.js"
 
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
@@ -37,10 +39,14 @@ const options = {
 export const daemonLogging = <E>(health: Health, options: Log.LoggerOptions, hooks: Layer.Layer<never, E> = Layer.empty as Layer.Layer<never, E>) =>
   Layer.merge(healthLogHook(health), hooks).pipe(Layer.provideMerge(Log.layer(options)))
 
-/** A live promotion check over the configured database (opened read-mostly, migrated if new). */
-const liveGate = (dbPath: string) => (instance: ResolvedInstance) =>
+/**
+ * A live promotion check over the evidence store, opened read-only: a refused live start
+ * writes nothing, and a store that does not exist holds no promotion.
+ */
+const liveGate = (evidencePath: string) => (instance: ResolvedInstance) =>
   Effect.sync(() => {
-    const db = openDatabase({ path: dbPath })
+    if (!existsSync(evidencePath)) return `no promotion records: the evidence store ${evidencePath} does not exist (evidence.path, or database.path when unset)`
+    const db = new BetterSqlite3(evidencePath, { readonly: true, fileMustExist: true })
     try {
       const status = liveStatus(db, instance.definition.name, instance.sourcePath, instance.rawParams)
       return status.live ? undefined : status.message
@@ -101,7 +107,7 @@ export const runCommand = Command.make("run", options, (flags) =>
           )
     const logging = daemonLogging(health, { level: config.log.level, ...(config.log.pretty === undefined ? {} : { pretty: config.log.pretty }) }, alerts)
     yield* shutdownWatchdog(config.engine.shutdownTimeoutMs).pipe(
-      Effect.zipRight(runDaemon({ config, env, runFor, acceptUnpromoted: flags.acceptUnpromoted, liveGate: liveGate(config.database.path) })),
+      Effect.zipRight(runDaemon({ config, env, runFor, acceptUnpromoted: flags.acceptUnpromoted, liveGate: liveGate(evidencePathOf(config)) })),
       Effect.scoped,
       Effect.tap(() => Log.logEvent("app.stopped", { exitCode: 0 })),
       Effect.tapError((error) => Log.logEvent("app.stopped", { exitCode: error.exitCode, error: error.message })),

@@ -144,6 +144,11 @@ export const Config = Schema.Struct({
   dialect: Schema.optionalWith(PartialDialect, { default: () => ({}), exact: true }),
   client: Schema.optionalWith(ClientConfig, { default: () => ({ requestTimeoutMs: 10000, reservePct: 10, authProbeIntervalMs: 300000 }), exact: true }),
   database: Schema.optionalWith(Schema.Struct({ path: Schema.NonEmptyString }), { default: () => ({ path: "data/svcbot.db" }), exact: true }),
+  /**
+   * Where promotion evidence lives (runs, paper runs, promotion records): the daemon's own
+   * database unless set. A paper and a live daemon that share it see the same evidence.
+   */
+  evidence: Schema.optional(Schema.Struct({ path: Schema.NonEmptyString })),
   log: Schema.optionalWith(
     Schema.Struct({
       level: Schema.optionalWith(oneOf("debug", "info", "warn", "error"), { default: () => "info" as const, exact: true }),
@@ -187,3 +192,6 @@ export const Config = Schema.Struct({
   })
 )
 export type Config = typeof Config.Type
+
+/** The evidence store's path: `evidence.path`, else the daemon's own database. */
+export const evidencePathOf = (config: Config): string => config.evidence?.path ?? config.database.path

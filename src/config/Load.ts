@@ -49,6 +49,7 @@ export const envOverrides: ReadonlyArray<{ readonly variable: string; readonly p
   { variable: "SVC_MODE", path: ["mode"] },
   { variable: "SVC_BASE_URL", path: ["venue", "baseUrl"] },
   { variable: "SVC_DATABASE_PATH", path: ["database", "path"] },
+  { variable: "SVC_EVIDENCE_PATH", path: ["evidence", "path"] },
   { variable: "SVC_HEALTH_PORT", path: ["health", "port"], integer: true },
   { variable: "SVC_LOG_LEVEL", path: ["log", "level"] },
   { variable: "SVC_ALERT_WEBHOOK_URL", path: ["alerts", "webhookUrl"] }

@@ -6,7 +6,7 @@
  * open orders are cancelled (per config), fills are synced, the database closes.
  */
 import { Clock, Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
-import { type Config } from "../config/Config.js"
+import { type Config, evidencePathOf } from "../config/Config.js"
 import { type Credentials, loadCredentials } from "../config/Load.js"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import { TERMINAL_STATES } from "../domain/OrderState.js"
@@ -19,7 +19,7 @@ import { defaultDialect, type Dialect } from "../svc/Dialect.js"
 import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { loadBudgetWeights, saveBudgetWeights } from "../store/BudgetWeights.js"
-import { Database } from "../store/Database.js"
+import { Database, openDatabase } from "../store/Database.js"
 import { waitOutTransients } from "../svc/Transients.js"
 import { isSvcVenue, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
 import { devTradeKey } from "../venue/Accounts.js"
@@ -376,6 +376,20 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
     }
   })
 
+/** The evidence store: the daemon's own database, or a store of its own (shared with a live daemon), closed with the scope. */
+const evidenceStore = (config: Config) =>
+  Effect.gen(function* () {
+    const path = evidencePathOf(config)
+    if (path === config.database.path) return (yield* Database).sqlite
+    return yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => openDatabase({ path }),
+        catch: (error) => new StartupError({ message: `the evidence store ${path} cannot be opened: ${error instanceof Error ? error.message : String(error)}`, exitCode: 1 })
+      }),
+      (db) => Effect.sync(() => db.close())
+    )
+  })
+
 /** The instance as market data sees it, telling the paper evidence each candle it is given. */
 const withCandlesRecorded = (instance: RunningInstance, evidence: PaperEvidenceRecorder): RunningInstance => ({
   ...instance,
@@ -431,7 +445,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
               dataSource: `venue:${baseUrl}`,
               settleDelayMs: config.venue.settleMs,
               intervalMs: (interval) => INTERVAL_MS[interval] ?? 60_000,
-              store: (yield* Database).sqlite
+              store: yield* evidenceStore(config)
             })
           : undefined
       // Runs right after the strategies stop, before the paper evidence is recorded: nothing the

@@ -1,20 +1,26 @@
 /**
  * A strategy instance's own book, for evidence: what its own fills did, measured
- * against simply holding its allocation. PnL is realised plus unrealised minus fees
- * of the position its fills built (a sale of allocated base is a position below zero
- * whose PnL is the gain or loss against holding it), so an instance with no fills
- * has PnL exactly 0 whatever the price does, and its equity is the allocation's value
- * at the start plus that PnL. Paper runs and their replays are both measured this
+ * against simply holding its allocation, so an instance with no fills has PnL exactly
+ * 0 whatever the price does, and its equity is the allocation's value at the start
+ * plus that PnL. Paper runs and their replays are both measured this
  * way, from the same function, so their curves compare like for like.
  */
 import { type Decimal, ZERO } from "../domain/Decimal.js"
-import { applyFill, emptyPosition, type PortfolioFill, type Position } from "../engine/Portfolio.js"
 
 export interface BookPair {
   readonly symbol: string
   readonly base: string
   readonly quote: string
   readonly minNotional: Decimal
+}
+
+/** A fill as the book counts it. */
+export interface BookFill {
+  readonly side: string
+  readonly baseQty: Decimal
+  readonly quoteQty: Decimal
+  readonly fee: Decimal
+  readonly feeAsset: string
 }
 
 export interface CurvePoint {
@@ -30,20 +36,30 @@ export interface PnlCurve {
   readonly inMarket: number
 }
 
-const netPnl = (position: Position, price: Decimal): Decimal =>
-  position.realizedPnl.plus(price.minus(position.avgCost).mul(position.baseQty)).minus(position.feesQuote)
-
-/** The book's net PnL at each close, counting the fills known by then. */
-export const pnlCurve = (pair: BookPair, points: ReadonlyArray<CurvePoint>, fills: ReadonlyArray<PortfolioFill>): PnlCurve => {
-  let position = emptyPosition(pair.symbol)
+/**
+ * The book's net PnL at each close, counting the fills known by then: what its holdings
+ * are worth minus what the allocation alone would be worth, which is what its own fills
+ * moved (base and quote, fees included) valued at the close. Exact: no average cost, no
+ * division.
+ */
+export const pnlCurve = (pair: BookPair, points: ReadonlyArray<CurvePoint>, fills: ReadonlyArray<BookFill>): PnlCurve => {
+  let base = ZERO
+  let quote = ZERO
   let applied = 0
   let inMarket = 0
   const pnl: Array<Decimal> = []
   for (const point of points) {
     const known = Math.min(point.fillsKnown, fills.length)
-    for (; applied < known; applied++) position = applyFill(position, fills[applied]!, pair)
-    pnl.push(position.fills === 0 ? ZERO : netPnl(position, point.close))
-    if (position.baseQty.abs().mul(point.close).gte(pair.minNotional)) inMarket += 1
+    for (; applied < known; applied++) {
+      const fill = fills[applied]!
+      const buy = fill.side === "buy"
+      base = buy ? base.plus(fill.baseQty) : base.minus(fill.baseQty)
+      quote = buy ? quote.minus(fill.quoteQty) : quote.plus(fill.quoteQty)
+      if (fill.feeAsset === pair.base) base = base.minus(fill.fee)
+      else if (fill.feeAsset === pair.quote) quote = quote.minus(fill.fee)
+    }
+    pnl.push(applied === 0 ? ZERO : quote.plus(base.mul(point.close)))
+    if (base.abs().mul(point.close).gte(pair.minNotional)) inMarket += 1
   }
   return { pnl, inMarket }
 }

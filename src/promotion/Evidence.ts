@@ -109,6 +109,9 @@ interface Recording {
   lastFillRowid: number
   lastIntentSeq: number
   lastStepSeq: number
+  /** The venue process `lastStepSeq` counts in. */
+  stepEpoch: number | undefined
+  stepsRecorded: number
   readonly occurrences: Map<string, number>
   /** Intents whose order has not reached the venue yet (or not said when it did). */
   readonly waiting: Map<string, Omit<PaperIntentRow, "clientOrderId" | "reachedVenueAt">>
@@ -119,8 +122,7 @@ interface Recording {
   readonly fills: Array<PaperFillRow>
 }
 
-const runFillOf = (fill: PaperFillRow, symbol: string): RunFill & { readonly symbol: string } => ({
-  symbol,
+const runFillOf = (fill: PaperFillRow): RunFill => ({
   tag: fill.intentId ?? "",
   fillId: fill.fillId,
   clientOrderId: fill.clientOrderId ?? "",
@@ -137,7 +139,7 @@ const runFillOf = (fill: PaperFillRow, symbol: string): RunFill & { readonly sym
 /** The run's summary from its live candles and fills, as the instance's own book measures it. */
 const summarise = (r: Recording): Metrics => {
   if (r.liveCandles.length === 0) return emptyMetrics(r.pair, r.startValue, r.liveCandles[0]?.openTime ?? 0, r.intervalMs, r.startBase, r.startPrice)
-  const fills = r.fills.map((f) => runFillOf(f, r.pair.symbol))
+  const fills = r.fills.map(runFillOf)
   const curve = pnlCurve(r.pair, r.liveCandles, fills)
   const marks = curve.pnl.map((pnl) => r.startValue.plus(pnl).toNumber())
   return computeMetrics({
@@ -193,20 +195,22 @@ export const recordPaperRuns = (
       )
     }
 
-    const balances = yield* market.refreshBalances.pipe(Effect.orElse(() => market.balances), Effect.either)
+    // The account's holdings stand in only for instances without an allocation.
+    const balances = subjects.every((s) => s.allocation !== undefined)
+      ? Either.left("not needed")
+      : yield* market.refreshBalances.pipe(Effect.orElse(() => market.balances), Effect.either)
     const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
     const recordings = new Map<string, Recording>()
     for (const subject of subjects) {
       const rules = pairs.get(subject.symbol)
-      const ticker = yield* Effect.either(client.ticker(subject.symbol))
-      if (rules === undefined || Either.isLeft(ticker)) {
+      const price = yield* market.lastPrice(subject.symbol)
+      if (rules === undefined || price === undefined) {
         yield* logEvent("paper.not-recorded", {
           strategy: subject.id,
           reason: rules === undefined ? `${subject.symbol} is not listed by exchange-info` : `the price of ${subject.symbol} could not be read at start`
         })
         continue
       }
-      const price = ticker.right.price
       const pair: BookPair = { symbol: rules.symbol, base: rules.base, quote: rules.quote, minNotional: rules.minNotional }
       const held = (asset: string): Decimal => {
         const balance = Either.isRight(balances) ? balances.right.byAsset.get(asset) : undefined
@@ -266,6 +270,8 @@ export const recordPaperRuns = (
         lastFillRowid: fillRowidFloor,
         lastIntentSeq: intentSeqFloor,
         lastStepSeq: 0,
+        stepEpoch: undefined,
+        stepsRecorded: 0,
         occurrences: new Map(),
         waiting: new Map(),
         pendingCandles: [],
@@ -298,13 +304,21 @@ export const recordPaperRuns = (
       Effect.gen(function* () {
         const steps: Array<PaperStepRow> = []
         for (let page = 0; page < STEP_PAGES_PER_CHECKPOINT; page++) {
-          const answer = yield* client.venueSteps(r.pair.symbol, r.lastStepSeq, STEPS_PAGE)
+          let answer = yield* client.venueSteps(r.pair.symbol, r.lastStepSeq, STEPS_PAGE)
+          if (answer.epoch !== r.stepEpoch) {
+            // A venue restarted since the last read numbers its steps from 1 again.
+            const restarted = r.stepEpoch !== undefined
+            r.stepEpoch = answer.epoch
+            r.lastStepSeq = 0
+            if (restarted) answer = yield* client.venueSteps(r.pair.symbol, 0, STEPS_PAGE)
+          }
           if (r.lastStepSeq > 0 && answer.oldestSeq > r.lastStepSeq + 1) {
             yield* logEvent("paper.tape-gap", { strategy: r.subject.id, runId: r.runId, fromSeq: r.lastStepSeq + 1, toSeq: answer.oldestSeq - 1 })
           }
           for (const [seq, timeMs, price] of answer.steps) {
             r.lastStepSeq = seq
-            if (timeMs >= r.stepTimeFloor) steps.push({ seq, timeMs, price })
+            // Numbered by the run, not the venue: a restarted venue numbers from 1 again.
+            if (timeMs >= r.stepTimeFloor) steps.push({ seq: ++r.stepsRecorded, timeMs, price })
           }
           if (answer.steps.length < STEPS_PAGE) break
         }
@@ -354,8 +368,11 @@ export const recordPaperRuns = (
     const checkpoint = (r: Recording, readTimeout?: Duration.Duration) =>
       Effect.gen(function* () {
         const read = readSteps(r)
-        const steps = yield* (readTimeout === undefined ? read : Effect.timeoutFail(read, { duration: readTimeout, onTimeout: () => "timeout" as const })).pipe(
-          Effect.orElseSucceed((): Array<PaperStepRow> => [])
+        // Steps not read now are read at the next checkpoint: the venue keeps them.
+        const steps = yield* (readTimeout === undefined ? read : Effect.timeoutFail(read, { duration: readTimeout, onTimeout: () => "the stop's time ran out" })).pipe(
+          Effect.catchAll((error) =>
+            Effect.as(logEvent("request.failed", { what: "venue price steps", error: typeof error === "string" ? error : error.message }), [] as Array<PaperStepRow>)
+          )
         )
         const intents = newIntents(r)
         const fills = newFills(r)

@@ -105,14 +105,14 @@ export const replayPaperRun = <P, S>(
     const mismatches = compareFillsByIntent(replay, paper)
 
     const book: BookPair = { symbol: pair.symbol, base: pair.base, quote: pair.quote, minNotional: pair.minNotional }
-    const paperCurve = pnlCurve(book, live, run.fills.map((f) => ({ ...f, symbol: pair.symbol })))
+    const paperCurve = pnlCurve(book, live, run.fills)
     let known = 0
     const replayPoints = live.map((candle) => {
       const closeMs = candle.openTime + setup.intervalMs
       while (known < result.fills.length && result.fills[known]!.time <= closeMs) known++
       return { close: candle.close, fillsKnown: known }
     })
-    const replayCurve = pnlCurve(book, replayPoints, result.fills.map((f) => ({ ...f, symbol: pair.symbol })))
+    const replayCurve = pnlCurve(book, replayPoints, result.fills)
     const allocation = setup.allocation
     const startValue =
       allocation === null

@@ -160,6 +160,8 @@ export type Ticker = typeof Ticker.Type
 /** svc-venue's price steps (`VENUE_STEPS_PATH`): `[seq, timeMs, price]` each, oldest first. */
 export const VenueSteps = Schema.Struct({
   symbol: Schema.String,
+  /** The venue process the sequence numbers belong to. */
+  epoch: JsonInteger,
   oldestSeq: JsonInteger,
   steps: Schema.Array(Schema.Tuple(JsonInteger, JsonInteger, Amount))
 })

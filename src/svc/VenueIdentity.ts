@@ -15,6 +15,7 @@ export const isSvcVenue = (header: string | undefined): boolean => header !== un
 /**
  * svc-venue's public record of the price steps its matching saw (an svc-venue extension, not
  * part of the exchange's API): `?symbol=S&after=SEQ&limit=N` answers
- * `{ symbol, oldestSeq, steps: [[seq, timeMs, "price"], …] }`.
+ * `{ symbol, epoch, oldestSeq, steps: [[seq, timeMs, "price"], …] }`; `epoch` changes when the
+ * venue restarts, and its steps are numbered from 1 again.
  */
 export const VENUE_STEPS_PATH = "/api/_venue/steps"

@@ -351,6 +351,8 @@ export class Venue {
   readonly randomBytes: (size: number) => Uint8Array
   private readonly configuredLimits: { weightPerMinute: number; ordersPer10s: number; ordersPerDay: number }
   private readonly clock: () => number
+  /** Names this process's step sequence: a venue restarted empty numbers its steps from 1 again. */
+  private readonly startedAtMs: number
   private readonly routes: ReadonlyMap<string, KeyRoute>
   private readonly publicPaths: ReadonlySet<string>
   /** The Dialect's budget header names in node's lower case. */
@@ -362,6 +364,7 @@ export class Venue {
     this.dialect = options.dialect ?? defaultDialect
     this.randomBytes = options.randomBytes ?? ((size) => crypto.getRandomValues(new Uint8Array(size)))
     const startMs = this.clock()
+    this.startedAtMs = startMs
     const pairs = file.pairs.map(toPairSpec)
     // The start time names this process's ids: a venue restarted empty hands out new ones.
     this.engine = new MatchingEngine({ pairs, fees: toFees(file.fees), settleDelayMs: options.settleMs ?? 50, idPrefix: `${startMs.toString(36)}_` })
@@ -597,6 +600,7 @@ export class Venue {
       const log = this.steps.get(symbol)!
       return answer(200, {
         symbol,
+        epoch: this.startedAtMs,
         oldestSeq: log.oldestSeq,
         steps: log.after(after === null ? 0 : Number(after), limit).map((step) => [step.seq, step.timeMs, amountText(step.price)])
       })

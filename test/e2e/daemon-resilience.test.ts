@@ -50,11 +50,18 @@ const start = async (baseUrl: string, key: { keyId: string; secret: string }, co
 }
 
 /** Polls /healthz until its status code and body satisfy `want`. */
-const healthUntil = (url: string, what: string, want: (status: number, body: string) => boolean) =>
-  pollUntil(async () => {
-    const answer = await healthz(url)
-    return answer !== undefined && want(answer.status, answer.body) ? answer : undefined
-  }, 60_000, what, 100)
+const healthUntil = async (url: string, what: string, want: (status: number, body: string) => boolean) => {
+  let last: Awaited<ReturnType<typeof healthz>>
+  try {
+    return await pollUntil(async () => {
+      last = await healthz(url)
+      return last !== undefined && want(last.status, last.body) ? last : undefined
+    }, 60_000, what, 100)
+  } catch (error) {
+    // The reasons health last gave are what tells a failure apart.
+    throw new Error(`${String(error)}; /healthz last answered ${last === undefined ? "nothing" : `${last.status} ${last.body}`}`)
+  }
+}
 
 /** SIGTERM: exit 0, and nothing of the account left resting or pending on the venue. */
 const stopCleanly = async (run: Run, venue: TestVenue) => {

@@ -54,9 +54,12 @@ describe("svcbot run in paper mode records its evidence as it happens", () => {
       await waitForEvent(first, "config.loaded", 60_000)
       // Wait until a checkpoint holds fills of the grid: evidence is on disk before the kill.
       await pollUntil(
-        async () => (query<{ n: number }>(dbPath, "SELECT count(*) AS n FROM paper_fills f JOIN runs r ON r.run_id = f.run_id WHERE r.instance_id = 'grid'")[0]!.n > 0 ? true : undefined),
+        async () => {
+          const held = (table: string) => query<{ n: number }>(dbPath, `SELECT count(*) AS n FROM ${table} t JOIN runs r ON r.run_id = t.run_id WHERE r.instance_id = 'grid'`)[0]!.n
+          return held("paper_fills") > 0 && held("paper_steps") > 0 ? true : undefined
+        },
         60_000,
-        "a checkpoint with the grid's fills",
+        "a checkpoint with the grid's fills and price steps",
         200
       )
       first.child.kill("SIGKILL")

@@ -137,16 +137,16 @@ describe("svcbot promote and promotions", () => {
     expect(refused.error?.message).toMatch(/backtest.minTrades: required >= 100000/)
     expect(refused.events.find((e) => e.event === "promotion.refused")).toBeDefined()
 
-    // Fresh evidence, judged by gates that any run with trades passes.
+    // Fresh evidence, judged by gates that any run with trades passes (a synthetic tape allowed).
     expect((await svcbot("backtest", "--strategy", "sma-crossover", "--params", params, "--synthetic", "9:2000", "--db", db)).error).toBeUndefined()
-    writeFileSync(config, JSON.stringify({ strategies: [{ ...instance, promotion: { backtest: { minTrades: 0, maxDrawdownPct: 100, minSharpe: -1e9 } } }] }))
+    writeFileSync(config, JSON.stringify({ strategies: [{ ...instance, promotion: { backtest: { minTrades: 0, maxDrawdownPct: 100, minSharpe: -1e9, minDays: 0, allowSynthetic: true } } }] }))
     const granted = await svcbot("promote", "btc-sma", "--to", "paper", "--config", config, "--db", db)
     expect(granted.error).toBeUndefined()
     expect(granted.stdout).toMatch(/sma-crossover promoted to paper \(promotion #1\)/)
     expect(granted.events.find((e) => e.event === "promotion.granted")).toMatchObject({ strategy: "sma-crossover", stage: "paper" })
 
     const live = await svcbot("promote", "sma-crossover", "--to", "live", "--params", params, "--db", db)
-    expect(live.error?.message).toMatch(/paper.minDays[\s\S]*paper.maxTrackingErrorPct/)
+    expect(live.error?.message).toMatch(/paper.minDays[\s\S]*paper.maxFillMismatches[\s\S]*paper.maxTrackingErrorPct/)
 
     const listed = await svcbot("promotions", "--json", "--db", db)
     const records = JSON.parse(listed.stdout) as Array<{ strategy: string; stage: string }>

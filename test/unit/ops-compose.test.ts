@@ -84,6 +84,17 @@ describe("docker-compose.yml", () => {
     expect(compose.volumes).toHaveProperty(dataVolume(service("bot"))!)
   })
 
+  it("the paper and the live bot share one evidence store: the live gate sees what paper trading recorded", () => {
+    const evidenceVolume = (s: Service) => s.volumes?.find((v) => v.endsWith(":/app/evidence"))?.split(":")[0]
+    const bot = service("bot")
+    const live = service("bot-live")
+    expect(evidenceVolume(bot)).toBeDefined()
+    expect(evidenceVolume(live)).toBe(evidenceVolume(bot))
+    expect(compose.volumes).toHaveProperty(evidenceVolume(bot)!)
+    expect(bot.environment?.SVC_EVIDENCE_PATH).toBe("/app/evidence/evidence.db")
+    expect(live.environment?.SVC_EVIDENCE_PATH).toBe(bot.environment?.SVC_EVIDENCE_PATH)
+  })
+
   it("every svcbot container is read-only, restarts, rotates its logs and is labelled for the log shipper", () => {
     for (const name of svcbotServices) {
       const s = service(name)
