@@ -16,6 +16,7 @@ import { type Config } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
 import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
+import { atPlaces, placesSeen } from "../domain/Display.js"
 import { dayPnl, portfolio, type PortfolioFill } from "../engine/Portfolio.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import type { FillTableRow } from "../store/FillLedger.js"
@@ -251,16 +252,25 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
   }
   const pnl = [...byStrategy].sort(([a], [b]) => a.localeCompare(b)).map(([strategy, own]): PnlStatus => {
     const all = portfolio(own.map(toPortfolioFill), pairs, lastPrices)
+    // Shown at the precision the exchange's own fills carry: an average cost is a division.
+    const money = placesSeen(own.flatMap((f) => [f.quote_qty, f.fee]))
+    const priceOf = (symbol: string) => placesSeen(own.filter((f) => f.symbol === symbol).map((f) => f.price))
+    const qtyOf = (symbol: string) => placesSeen(own.filter((f) => f.symbol === symbol).map((f) => f.base_qty))
     return {
       strategy,
       fills: own.length,
       fillsToday: own.filter((f) => f.time >= dayStart).length,
-      positions: all.positions.map((p) => ({ symbol: p.symbol, baseQty: p.baseQty.toFixed(), avgCost: p.avgCost.toFixed(), lastPrice: p.lastPrice?.toFixed() ?? null })),
-      realizedPnl: all.realizedPnl.toFixed(),
-      unrealizedPnl: all.unrealizedPnl.toFixed(),
-      fees: all.feesQuote.toFixed(),
-      netPnl: all.netPnl.toFixed(),
-      dayPnl: dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now).toFixed()
+      positions: all.positions.map((p) => ({
+        symbol: p.symbol,
+        baseQty: atPlaces(p.baseQty, qtyOf(p.symbol)),
+        avgCost: atPlaces(p.avgCost, priceOf(p.symbol)),
+        lastPrice: p.lastPrice?.toFixed() ?? null
+      })),
+      realizedPnl: atPlaces(all.realizedPnl, money),
+      unrealizedPnl: atPlaces(all.unrealizedPnl, money),
+      fees: atPlaces(all.feesQuote, money),
+      netPnl: atPlaces(all.netPnl, money),
+      dayPnl: atPlaces(dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now), money)
     }
   })
 

@@ -9,6 +9,7 @@ import { Clock, Data, Duration, Effect, Either, Layer, Option, Redacted, Schedul
 import { type Config, evidencePathOf } from "../config/Config.js"
 import { type Credentials, loadCredentials } from "../config/Load.js"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
+import { atIncrement } from "../domain/Display.js"
 import { TERMINAL_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import * as EngineModule from "../engine/Engine.js"
@@ -356,16 +357,22 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
       const book = yield* engine.portfolio(instance.id)
       const view = yield* engine.view(instance.id)
       const position = book.positions.find((p) => p.symbol === instance.symbol)
+      // Amounts at the pair's increments: quote amounts at the tick, base at the step.
+      const pair = view.pairs.get(instance.symbol)
+      const quote = (value: Decimal) => (pair === undefined ? value.toFixed() : atIncrement(value, pair.tickSize))
+      const base = (value: Decimal) => (pair === undefined ? value.toFixed() : atIncrement(value, pair.stepSize))
       yield* logEvent("heartbeat", {
         strategy: instance.id,
         symbol: instance.symbol,
-        position: (position?.baseQty ?? ZERO).toFixed(),
+        position: base(position?.baseQty ?? ZERO),
         openOrders: [...view.openOrders.values()].filter((row) => !TERMINAL_STATES.has(row.state)).length,
-        realizedPnl: book.realizedPnl.toFixed(),
-        unrealizedPnl: book.unrealizedPnl.toFixed(),
-        fees: book.feesQuote.toFixed(),
-        netPnl: book.netPnl.toFixed(),
-        ...(book.balances === undefined ? {} : { balances: Object.fromEntries([...book.balances].map(([asset, amount]) => [asset, amount.toFixed()])) }),
+        realizedPnl: quote(book.realizedPnl),
+        unrealizedPnl: quote(book.unrealizedPnl),
+        fees: quote(book.feesQuote),
+        netPnl: quote(book.netPnl),
+        ...(book.balances === undefined
+          ? {}
+          : { balances: Object.fromEntries([...book.balances].map(([asset, amount]) => [asset, asset === pair?.base ? base(amount) : quote(amount)])) }),
         paused: (yield* instance.pausedReason) ?? null,
         usedWeight1m: budget.usedWeight1m,
         weightLimit1m: budget.weightLimit1m,
