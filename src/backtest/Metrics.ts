@@ -27,8 +27,11 @@ export interface MetricsInput {
   readonly finalEquity: Decimal
   /** Candles that closed holding base worth at least the pair's minimum notional. */
   readonly inMarketCandles: number
-  readonly fills: ReadonlyArray<RunFill>
+  readonly fills: ReadonlyArray<MetricsFill>
 }
+
+/** What the metrics read of a fill. */
+export type MetricsFill = Pick<RunFill, "side" | "price" | "baseQty" | "quoteQty" | "fee" | "feeAsset">
 
 export interface Metrics {
   readonly candles: number

@@ -10,7 +10,7 @@ import { Worker } from "node:worker_threads"
 import { Data, Either } from "effect"
 import { type Decimal, fromJsNumber, fromString } from "../domain/Decimal.js"
 import { parse } from "../domain/Json.js"
-import { canonicalParams } from "../promotion/Hash.js"
+import { canonicalParams } from "../domain/Hash.js"
 import type { JobSpec } from "./Job.js"
 
 /** Metrics a sweep can rank by, and whether larger is better. */

@@ -17,7 +17,7 @@ import { loadConfig } from "../config/Load.js"
 import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
 import { atPlaces, placesSeen } from "../domain/Display.js"
-import { dayPnl, portfolio, type PortfolioFill } from "../engine/Portfolio.js"
+import { bookBalances, dayPnl, portfolio, type PortfolioFill } from "../engine/Portfolio.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import type { FillTableRow } from "../store/FillLedger.js"
 import { CliError, usageError } from "./errors.js"
@@ -85,6 +85,8 @@ export interface PnlStatus {
   readonly netPnl: string
   /** The UTC day's PnL as the daily loss limit measures it: realized minus fees since midnight, plus unrealized. */
   readonly dayPnl: string
+  /** With --config: the instance's own balances, its allocation moved by its own fills (null without an allocation). */
+  readonly balances: Readonly<Record<string, string>> | null
 }
 
 export interface StatusReport {
@@ -250,12 +252,21 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
     if (fill.strategy_id === null) continue
     byStrategy.set(fill.strategy_id, [...(byStrategy.get(fill.strategy_id) ?? []), fill])
   }
+  // A configured instance is listed even before its first fill: its PnL is then exactly 0.
+  for (const id of configured.keys()) if (!byStrategy.has(id)) byStrategy.set(id, [])
+  const ownBook = (allocation: Readonly<Record<string, Decimal>> | undefined, own: ReadonlyArray<FillRecord>): Record<string, string> | null => {
+    if (allocation === undefined) return null
+    const places = placesSeen([...Object.values(allocation).map((a) => a.toFixed()), ...own.flatMap((f) => [f.base_qty, f.quote_qty, f.fee])])
+    const book = bookBalances(allocation, own.map((f) => ({ ...toPortfolioFill(f), quoteQty: new Decimal(f.quote_qty) })), pairs)
+    return Object.fromEntries([...book].map(([asset, amount]) => [asset, atPlaces(amount, places)]))
+  }
   const pnl = [...byStrategy].sort(([a], [b]) => a.localeCompare(b)).map(([strategy, own]): PnlStatus => {
     const all = portfolio(own.map(toPortfolioFill), pairs, lastPrices)
     // Shown at the precision the exchange's own fills carry: an average cost is a division.
     const money = placesSeen(own.flatMap((f) => [f.quote_qty, f.fee]))
     const priceOf = (symbol: string) => placesSeen(own.filter((f) => f.symbol === symbol).map((f) => f.price))
-    const qtyOf = (symbol: string) => placesSeen(own.filter((f) => f.symbol === symbol).map((f) => f.base_qty))
+    // A fee charged in the base asset can be finer than the traded quantities.
+    const qtyOf = (symbol: string) => placesSeen(own.filter((f) => f.symbol === symbol).flatMap((f) => [f.base_qty, f.fee]))
     return {
       strategy,
       fills: own.length,
@@ -270,7 +281,8 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       unrealizedPnl: atPlaces(all.unrealizedPnl, money),
       fees: atPlaces(all.feesQuote, money),
       netPnl: atPlaces(all.netPnl, money),
-      dayPnl: atPlaces(dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now), money)
+      dayPnl: atPlaces(dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now), money),
+      balances: ownBook(configured.get(strategy)?.allocation, own)
     }
   })
 
@@ -365,7 +377,7 @@ export const renderStatus = (report: StatusReport): string => {
     "",
     "PnL per strategy (all its fills; quote asset)",
     table(
-      ["strategy", "fills", "today", "position", "realized", "unrealized", "fees", "net", `day PnL${report.dailyLossLimit === null ? "" : ` (limit -${report.dailyLossLimit})`}`],
+      ["strategy", "fills", "today", "position", "realized", "unrealized", "fees", "net", `day PnL${report.dailyLossLimit === null ? "" : ` (limit -${report.dailyLossLimit})`}`, "own balances"],
       report.pnl.map((p) => [
         p.strategy,
         p.fills,
@@ -375,7 +387,8 @@ export const renderStatus = (report: StatusReport): string => {
         p.unrealizedPnl,
         p.fees,
         p.netPnl,
-        p.dayPnl
+        p.dayPnl,
+        p.balances === null ? "-" : Object.entries(p.balances).map(([asset, amount]) => `${amount} ${asset}`).join(", ")
       ])
     ),
     `  Unrealized PnL is valued at each symbol's last fill price (the database stores no market prices)${prices === "" ? "." : `: ${prices}.`}`,

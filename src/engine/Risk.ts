@@ -3,6 +3,7 @@
  * `Approved` (with the order quantized to the pair's steps and what it will
  * lock) or `Refused` (with the reason). A refused intent is never sent.
  */
+import { atIncrement, atPlaces } from "../domain/Display.js"
 import { Decimal, ONE_BPS, quantize, ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import { MAX_SLIPPAGE_BPS, type OrderType, type Side } from "../svc/Dialect.js"
@@ -102,7 +103,8 @@ const outsideCollar = (price: Decimal, last: Decimal, collarBps: number): boolea
 export const assess = (intent: PlaceIntent, ctx: RiskContext, limits: RiskLimits): Assessment => {
   if (ctx.placementsBlocked !== undefined) return refuse("placements-blocked", ctx.placementsBlocked)
   if (limits.dailyLossLimit !== undefined && ctx.dailyPnl.lte(limits.dailyLossLimit.neg())) {
-    return refuse("kill-switch", `the day's PnL ${ctx.dailyPnl.toFixed()} reached the daily loss limit ${limits.dailyLossLimit.toFixed()}`)
+    const shown = ctx.pair === undefined ? atPlaces(ctx.dailyPnl, 8) : atIncrement(ctx.dailyPnl, ctx.pair.tickSize)
+    return refuse("kill-switch", `the day's PnL ${shown} reached the daily loss limit ${limits.dailyLossLimit.toFixed()}`)
   }
   if (ctx.tagInUse) return refuse("tag-in-use", `the strategy already has an unfinished order tagged ${intent.tag}`)
   const pair = ctx.pair

@@ -15,7 +15,7 @@
 import type BetterSqlite3 from "better-sqlite3"
 import { Clock, Duration, Effect, Either, Schedule, type Scope } from "effect"
 import { Decimal, ZERO } from "../domain/Decimal.js"
-import { computeMetrics, type Metrics, type RunFill } from "../backtest/Metrics.js"
+import { computeMetrics, type Metrics } from "../backtest/Metrics.js"
 import { finalizerWork } from "../engine/Engine.js"
 import { Market } from "../engine/Market.js"
 import { logEvent } from "../log/Logger.js"
@@ -24,7 +24,7 @@ import { SvcClient } from "../svc/SvcClient.js"
 import type { CandleEvent, StrategyDefinition } from "../strategy/Strategy.js"
 import { decodeAccounts, devAccounts } from "../venue/Accounts.js"
 import { allocationValue, type BookPair, pnlCurve } from "./Book.js"
-import { canonicalParams, paramsHash, sourceHashOfFile } from "./Hash.js"
+import { canonicalParams, paramsHash, sourceHashOfFile } from "../domain/Hash.js"
 import {
   interruptRunningPaperRuns,
   type PaperCandleRow,
@@ -96,6 +96,7 @@ const emptyMetrics = (pair: BookPair, startValue: Decimal, startMs: number, inte
 interface Recording {
   readonly subject: EvidenceSubject
   readonly runId: number
+  readonly startedAtMs: number
   readonly pair: BookPair
   readonly intervalMs: number
   readonly startValue: Decimal
@@ -122,24 +123,11 @@ interface Recording {
   readonly fills: Array<PaperFillRow>
 }
 
-const runFillOf = (fill: PaperFillRow): RunFill => ({
-  tag: fill.intentId ?? "",
-  fillId: fill.fillId,
-  clientOrderId: fill.clientOrderId ?? "",
-  side: fill.side,
-  price: fill.price,
-  baseQty: fill.baseQty,
-  quoteQty: fill.quoteQty,
-  fee: fill.fee,
-  feeAsset: fill.feeAsset,
-  liquidity: fill.liquidity,
-  time: fill.time
-})
 
 /** The run's summary from its live candles and fills, as the instance's own book measures it. */
 const summarise = (r: Recording): Metrics => {
-  if (r.liveCandles.length === 0) return emptyMetrics(r.pair, r.startValue, r.liveCandles[0]?.openTime ?? 0, r.intervalMs, r.startBase, r.startPrice)
-  const fills = r.fills.map(runFillOf)
+  if (r.liveCandles.length === 0) return emptyMetrics(r.pair, r.startValue, r.startedAtMs, r.intervalMs, r.startBase, r.startPrice)
+  const fills = r.fills
   const curve = pnlCurve(r.pair, r.liveCandles, fills)
   const marks = curve.pnl.map((pnl) => r.startValue.plus(pnl).toNumber())
   return computeMetrics({
@@ -258,6 +246,7 @@ export const recordPaperRuns = (
       recordings.set(subject.id, {
         subject,
         runId,
+        startedAtMs: startedAt,
         pair,
         intervalMs,
         startValue,

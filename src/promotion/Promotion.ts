@@ -10,7 +10,7 @@ import { describeIntentMismatches } from "../backtest/Parity.js"
 import { loadPaperRun, type PaperRunEvidence } from "./PaperStore.js"
 import type { RunParity } from "./Replay.js"
 import { checkBacktest, checkPaper, type GateCheck, type PromotionGates } from "./Gates.js"
-import { paramsHash, sourceHashOfFile } from "./Hash.js"
+import { paramsHash, sourceHashOfFile } from "../domain/Hash.js"
 import {
   latestPromotion,
   type ParitySummary,

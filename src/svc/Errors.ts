@@ -291,3 +291,13 @@ export const isTransient = (error: SvcError): boolean => {
       return false
   }
 }
+
+/** The system error code (ECONNREFUSED, ETIMEDOUT…) somewhere down an error's cause chain. */
+export const errorCodeOf = (cause: unknown): string | undefined => {
+  for (let current = cause, depth = 0; current !== null && typeof current === "object" && depth < 5; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === "string") return code
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}

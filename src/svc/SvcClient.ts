@@ -48,6 +48,7 @@ import { Budget, type BudgetOptions, type BudgetSnapshot, type Demand, type Outc
 import type { Dialect, Side } from "./Dialect.js"
 import {
   DecodeError,
+  errorCodeOf,
   fromFailedAnswer,
   isAccountBlock,
   NetworkError,
@@ -158,15 +159,6 @@ type Attempt =
 
 /** Error codes of a connection that was never opened: nothing reached the server. */
 const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
-
-const errorCodeOf = (cause: unknown): string | undefined => {
-  for (let current = cause, depth = 0; current !== null && typeof current === "object" && depth < 5; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string") return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
-}
 
 const retryAfterSeconds = (text: string | undefined): number | undefined => {
   if (text === undefined || !/^\s*\d+\s*$/.test(text)) return undefined

@@ -24,7 +24,7 @@ import { parse } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
 import { type Candle as CandleRow, CandlesAnswer, decoderFor, ExchangeInfo, Ticker } from "../svc/Api.js"
 import { defaultDialect } from "../svc/Dialect.js"
-import type { DecodeError } from "../svc/Errors.js"
+import { type DecodeError, errorCodeOf } from "../svc/Errors.js"
 import { type Candle, type FollowSource, MINUTE_MS } from "./Tape.js"
 import type { Venue } from "./Venue.js"
 
@@ -129,15 +129,6 @@ const usable = (limit: number): number => Math.floor(limit * (1 - WEIGHT_RESERVE
 const codeOf = (json: unknown): string | undefined => {
   const code = json !== null && typeof json === "object" ? (json as { code?: unknown }).code : undefined
   return typeof code === "string" ? code : undefined
-}
-
-const errorCodeOf = (cause: unknown): string | undefined => {
-  for (let current = cause, depth = 0; current !== null && typeof current === "object" && depth < 5; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string") return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
 }
 
 const toCandle = (row: CandleRow): Candle => ({

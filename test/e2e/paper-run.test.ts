@@ -10,6 +10,7 @@
  */
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { Decimal } from "../../src/domain/Decimal.js"
 import { identityOf } from "../../src/promotion/Promotion.js"
 import { STRATEGIES_DIR } from "../../src/strategy/Loader.js"
 import { events, killAll, paperConfig, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
@@ -39,6 +40,15 @@ interface RunRow {
   candles: number
   metrics: string
   setup: string
+}
+
+interface VenueFill {
+  readonly clientOrderId: string
+  readonly side: "buy" | "sell"
+  readonly baseQty: string
+  readonly quoteQty: string
+  readonly fee: string
+  readonly feeAsset: string
 }
 
 const count = (dbPath: string, table: string, runId: number): number => query<{ n: number }>(dbPath, `SELECT count(*) AS n FROM ${table} WHERE run_id = ?`, runId)[0]!.n
@@ -112,6 +122,26 @@ describe("svcbot run in paper mode records its evidence as it happens", () => {
         const metrics = JSON.parse(idle.metrics) as { pnl: string; fills: number; initialEquity: string }
         expect(metrics).toMatchObject({ pnl: "0", fills: 0, initialEquity: "1000" })
       }
+      // Each book is its allocation plus its own fills, as the venue recorded them.
+      const gridOrders = new Set(query<{ client_order_id: string }>(dbPath, "SELECT client_order_id FROM orders WHERE strategy_id = 'grid' AND client_order_id IS NOT NULL").map((o) => o.client_order_id))
+      const venueFills = ((await venue.admin("GET", `/_venue/fills?uid=${venue.uid}`)) as { fills: ReadonlyArray<VenueFill> }).fills.filter((f) => gridOrders.has(f.clientOrderId))
+      expect(venueFills.length).toBeGreaterThan(0)
+      const expected = { USDT: new Decimal("5000"), BTC: new Decimal("0.05") }
+      for (const f of venueFills) {
+        const buy = f.side === "buy"
+        expected.BTC = expected.BTC.plus(buy ? f.baseQty : `-${f.baseQty}`)
+        expected.USDT = expected.USDT.plus(buy ? `-${f.quoteQty}` : f.quoteQty)
+        expected[f.feeAsset as "USDT" | "BTC"] = expected[f.feeAsset as "USDT" | "BTC"].minus(f.fee)
+      }
+      const status = svcbot(["status", "--config", configPath, "--json"], env)
+      expect(await status.exit, status.stderr.join("")).toBe(0)
+      const report = status.lines.map((line) => JSON.parse(line) as { pnl?: Array<{ strategy: string; balances: Record<string, string> | null; netPnl: string }> }).find((line) => line.pnl !== undefined)
+      const books = new Map(report!.pnl!.map((p) => [p.strategy, p]))
+      console.log(`grid: ${venueFills.length} fills on the venue, own book ${JSON.stringify(books.get("grid")?.balances)}`)
+      expect(books.get("grid")?.balances).toEqual({ USDT: expected.USDT.toFixed(), BTC: expected.BTC.toFixed() })
+      expect(books.get("idle")).toMatchObject({ balances: { USDT: "1000" }, netPnl: "0" })
+      expect(books.get("starved")).toMatchObject({ balances: { USDT: "50" }, netPnl: "0" })
+
       // Heartbeats show each allocated instance's own balances.
       const beat = events(second).filter((e) => e.event === "heartbeat" && e.strategy === "idle").pop()
       expect(beat?.balances).toEqual({ USDT: "1000" })

@@ -107,7 +107,8 @@ describe("svcbot status", () => {
     const dayStart = Date.parse(`${report.day}T00:00:00Z`)
     expect(report.fillsToday).toHaveLength(fills.filter((f) => f.time >= dayStart).length)
     const strategies = [...new Set(fills.flatMap((f) => (f.strategy_id === null ? [] : [f.strategy_id])))].sort()
-    expect(report.pnl.map((p) => p.strategy)).toEqual(strategies)
+    // Every configured instance has a PnL row, with or without fills (then exactly 0).
+    expect(report.pnl.map((p) => p.strategy)).toEqual([...new Set([...strategies, ...configuredIds])].sort())
     for (const pnl of report.pnl) {
       const own = fills.filter((f) => f.strategy_id === pnl.strategy)
       expect(pnl.fills).toBe(own.length)
@@ -211,7 +212,9 @@ describe("the status of a known ledger", () => {
         fees: "0.905",
         netPnl: "9.085",
         // Today: realized 5 less today's fee 0.305, plus the unrealized 4.99.
-        dayPnl: "9.685"
+        dayPnl: "9.685",
+        // Not configured with an allocation: no own balances to show.
+        balances: null
       }
     ])
     expect(report.lastPrices).toEqual([{ symbol: "BTCUSDT", price: "61000", source: "last fill", at: new Date(DAY + 3_600_000).toISOString() }])
@@ -227,6 +230,6 @@ describe("the status of a known ledger", () => {
     const text = renderStatus(report)
     expect(text).toMatch(/^ {2}stop-1 +protective-stop +2\.1\.0 +- +paused: onTicker threw: boom /m)
     expect(text).toMatch(/^ {2}stop-1 +stop +BTCUSDT +sell +stop-limit +0\.001 +58000 stop 58100 +0 +pending +co_4$/m)
-    expect(text).toMatch(/^ {2}grid-1 +2 +1 +BTCUSDT 0\.00499 @ 60000 +5 +4\.99 +0\.905 +9\.085 +9\.685$/m)
+    expect(text).toMatch(/^ {2}grid-1 +2 +1 +BTCUSDT 0\.00499 @ 60000 +5 +4\.99 +0\.905 +9\.085 +9\.685 +-$/m)
   })
 })

@@ -12,26 +12,13 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
 import type { Candle, PairSpec } from "../../src/venue/Matching.js"
+import { d, MIN, T0, testPair } from "../support/pair.js"
 
-const d = (text: string | number) => new Decimal(text)
-const T0 = 1_700_000_040_000
-const MIN = 60_000
 const SEC = 1000
 /** The close of candle `i`, when the strategy hears it and places what it answers. */
 const close = (i: number) => T0 + (i + 1) * MIN
 
-/** One basis point per book level (at least a tick) and deep enough to fill any test order on its first level. */
-const pair: PairSpec = {
-  symbol: "BTCUSDT",
-  base: "BTC",
-  quote: "USDT",
-  tickSize: d("0.01"),
-  stepSize: d("0.001"),
-  minBaseQty: d("0.001"),
-  minNotional: d("5"),
-  status: "trading",
-  depthNotional: d("10000000")
-}
+const pair: PairSpec = testPair
 
 const candle = (i: number, open: string, high: string, low: string, closePrice: string): Candle => ({
   openTimeMs: T0 + i * MIN,

@@ -5,8 +5,8 @@
  */
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
-import { Decimal, fromJsNumber, fromNumberToken, toJsonNumber } from "../domain/Decimal.js"
-import { isLosslessNumber, stringify } from "../domain/Json.js"
+import { Decimal, fromJsNumber, fromNumberToken, toJsonNumber } from "./Decimal.js"
+import { isLosslessNumber, stringify } from "./Json.js"
 
 const sha256 = (bytes: string | Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
 
