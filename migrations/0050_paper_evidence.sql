@@ -32,7 +32,7 @@ CREATE TABLE paper_candles (
 -- Every price the venue's matching saw for the run's pair, on the venue's clock.
 CREATE TABLE paper_steps (
   run_id  INTEGER NOT NULL REFERENCES runs (run_id),
-  seq     INTEGER NOT NULL,
+  seq     INTEGER NOT NULL,                -- 1, 2, 3… in the run (a restarted venue numbers its own from 1 again)
   time    INTEGER NOT NULL,
   price   TEXT NOT NULL,
   PRIMARY KEY (run_id, seq)
