@@ -16,8 +16,9 @@ import { type Config } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
 import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
-import { atPlaces, placesSeen } from "../domain/Display.js"
+import { atPlaces, placesSeen, precisionOf } from "../domain/Display.js"
 import { bookBalances, dayPnl, portfolio, type PortfolioFill } from "../engine/Portfolio.js"
+import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import type { FillTableRow } from "../store/FillLedger.js"
 import { CliError, usageError } from "./errors.js"
@@ -254,33 +255,38 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
   }
   // A configured instance is listed even before its first fill: its PnL is then exactly 0.
   for (const id of configured.keys()) if (!byStrategy.has(id)) byStrategy.set(id, [])
+  // A database from before pair rules were stored (an old daemon's) shows what its fills carry.
+  const precision = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() === undefined ? precisionOf([]) : storedPrecision(db)
   const ownBook = (allocation: Readonly<Record<string, Decimal>> | undefined, own: ReadonlyArray<FillRecord>): Record<string, string> | null => {
     if (allocation === undefined) return null
-    const places = placesSeen([...Object.values(allocation).map((a) => a.toFixed()), ...own.flatMap((f) => [f.base_qty, f.quote_qty, f.fee])])
     const book = bookBalances(allocation, own.map((f) => ({ ...toPortfolioFill(f), quoteQty: new Decimal(f.quote_qty) })), pairs)
-    return Object.fromEntries([...book].map(([asset, amount]) => [asset, atPlaces(amount, places)]))
+    return Object.fromEntries([...book].map(([asset, amount]) => [asset, amount.toFixed()]))
   }
   const pnl = [...byStrategy].sort(([a], [b]) => a.localeCompare(b)).map(([strategy, own]): PnlStatus => {
     const all = portfolio(own.map(toPortfolioFill), pairs, lastPrices)
-    // Shown at the precision the exchange's own fills carry: an average cost is a division.
-    const money = placesSeen(own.flatMap((f) => [f.quote_qty, f.fee]))
-    const priceOf = (symbol: string) => placesSeen(own.filter((f) => f.symbol === symbol).map((f) => f.price))
-    // A fee charged in the base asset can be finer than the traded quantities.
-    const qtyOf = (symbol: string) => placesSeen(own.filter((f) => f.symbol === symbol).flatMap((f) => [f.base_qty, f.fee]))
+    // A PnL and an average cost come out of divisions: shown at the exchange's precision (its pair
+    // rules as the daemon stored them, else what its own fills carry). Holdings are sums of the
+    // exchange's own amounts and are shown exactly.
+    const money = Math.max(0, ...own.map((f) => precision.asset(pairs.get(f.symbol)?.quote ?? "") ?? placesSeen([f.quote_qty, f.fee])))
+    const priceOf = (symbol: string) => precision.price(symbol) ?? placesSeen(own.filter((f) => f.symbol === symbol).map((f) => f.price))
+    const realized = atPlaces(all.realizedPnl, money)
+    const unrealized = atPlaces(all.unrealizedPnl, money)
+    const fees = atPlaces(all.feesQuote, money)
     return {
       strategy,
       fills: own.length,
       fillsToday: own.filter((f) => f.time >= dayStart).length,
       positions: all.positions.map((p) => ({
         symbol: p.symbol,
-        baseQty: atPlaces(p.baseQty, qtyOf(p.symbol)),
+        baseQty: p.baseQty.toFixed(),
         avgCost: atPlaces(p.avgCost, priceOf(p.symbol)),
         lastPrice: p.lastPrice?.toFixed() ?? null
       })),
-      realizedPnl: atPlaces(all.realizedPnl, money),
-      unrealizedPnl: atPlaces(all.unrealizedPnl, money),
-      fees: atPlaces(all.feesQuote, money),
-      netPnl: atPlaces(all.netPnl, money),
+      realizedPnl: realized,
+      unrealizedPnl: unrealized,
+      fees,
+      // The parts as shown add up to the net shown.
+      netPnl: new Decimal(realized).plus(unrealized).minus(fees).toFixed(),
       dayPnl: atPlaces(dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now), money),
       balances: ownBook(configured.get(strategy)?.allocation, own)
     }

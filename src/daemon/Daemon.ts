@@ -14,6 +14,7 @@ import { TERMINAL_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import * as EngineModule from "../engine/Engine.js"
 import type { EngineEvent, OrderUpdate } from "../engine/EngineBus.js"
+import { Market } from "../engine/Market.js"
 import type { EngineOptions } from "../engine/Settings.js"
 import type { OrderRow } from "../store/OrderJournal.js"
 import { defaultDialect, type Dialect } from "../svc/Dialect.js"
@@ -21,6 +22,7 @@ import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { loadBudgetWeights, saveBudgetWeights } from "../store/BudgetWeights.js"
 import { Database, openDatabase } from "../store/Database.js"
+import { savePairRules } from "../store/PairRules.js"
 import { waitOutTransients } from "../svc/Transients.js"
 import { isSvcVenue, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
 import { devTradeKey } from "../venue/Accounts.js"
@@ -357,14 +359,14 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
       const book = yield* engine.portfolio(instance.id)
       const view = yield* engine.view(instance.id)
       const position = book.positions.find((p) => p.symbol === instance.symbol)
-      // Amounts at the pair's increments: quote amounts at the tick, base at the step.
+      // PnL comes out of an average cost, a division: shown at the pair's tick. Holdings are sums
+      // of the exchange's own amounts and are shown exactly.
       const pair = view.pairs.get(instance.symbol)
       const quote = (value: Decimal) => (pair === undefined ? value.toFixed() : atIncrement(value, pair.tickSize))
-      const base = (value: Decimal) => (pair === undefined ? value.toFixed() : atIncrement(value, pair.stepSize))
       yield* logEvent("heartbeat", {
         strategy: instance.id,
         symbol: instance.symbol,
-        position: base(position?.baseQty ?? ZERO),
+        position: (position?.baseQty ?? ZERO).toFixed(),
         openOrders: [...view.openOrders.values()].filter((row) => !TERMINAL_STATES.has(row.state)).length,
         realizedPnl: quote(book.realizedPnl),
         unrealizedPnl: quote(book.unrealizedPnl),
@@ -372,7 +374,7 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
         netPnl: quote(book.netPnl),
         ...(book.balances === undefined
           ? {}
-          : { balances: Object.fromEntries([...book.balances].map(([asset, amount]) => [asset, asset === pair?.base ? base(amount) : quote(amount)])) }),
+          : { balances: Object.fromEntries([...book.balances].map(([asset, amount]) => [asset, amount.toFixed()])) }),
         paused: (yield* instance.pausedReason) ?? null,
         usedWeight1m: budget.usedWeight1m,
         weightLimit1m: budget.weightLimit1m,
@@ -485,6 +487,9 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const database = yield* Database
       const saveWeights = Effect.flatMap(svc.learnedWeights, (weights) => Effect.flatMap(Clock.currentTimeMillis, (now) => saveBudgetWeights(database, keyId, weights, now)))
       yield* Effect.addFinalizer(() => saveWeights)
+      // `svcbot status` shows amounts at the exchange's precision without asking the exchange.
+      const pairs = yield* (yield* Market).pairs.pipe(Effect.orElseSucceed(() => new Map()))
+      yield* savePairRules(database, pairs.values(), yield* Clock.currentTimeMillis).pipe(Effect.ignore)
       yield* Effect.forkScoped(Effect.repeat(saveWeights, Schedule.spaced(Duration.millis(WEIGHTS_SAVE_MS))))
       yield* health.check(engine.health)
       yield* health.check(

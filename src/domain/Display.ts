@@ -26,3 +26,33 @@ export const placesSeen = (texts: Iterable<string>): number => {
   }
   return places
 }
+
+/** What exchange-info says of a pair's increments. */
+export interface PairIncrements {
+  readonly symbol: string
+  readonly base: string
+  readonly quote: string
+  readonly tickSize: Decimal
+  readonly stepSize: Decimal
+}
+
+/**
+ * Decimal places by asset and by pair, from exchange-info: an asset's amounts at the
+ * finest step it is traded in as a base, or tick it is quoted in; a pair's prices at its tick.
+ */
+export interface Precision {
+  readonly asset: (asset: string) => number | undefined
+  readonly price: (symbol: string) => number | undefined
+}
+
+export const precisionOf = (pairs: Iterable<PairIncrements>): Precision => {
+  const assets = new Map<string, number>()
+  const prices = new Map<string, number>()
+  const finer = (asset: string, places: number) => assets.set(asset, Math.max(assets.get(asset) ?? 0, places))
+  for (const pair of pairs) {
+    finer(pair.base, pair.stepSize.decimalPlaces())
+    finer(pair.quote, pair.tickSize.decimalPlaces())
+    prices.set(pair.symbol, pair.tickSize.decimalPlaces())
+  }
+  return { asset: (asset) => assets.get(asset), price: (symbol) => prices.get(symbol) }
+}

@@ -167,16 +167,19 @@ export const assess = (intent: PlaceIntent, ctx: RiskContext, limits: RiskLimits
       }
     }
   }
+  // Shown at the exchange's precision: a notional is a product and a free balance a difference of them.
+  const inQuote = (value: Decimal) => atIncrement(value, pair.tickSize)
+  const inLock = (value: Decimal) => (lock.asset === pair.quote ? inQuote(value) : atIncrement(value, pair.stepSize))
   if (notional.lt(pair.minNotional)) {
-    return refuse("below-min-notional", `notional ${notional.toFixed()} is below ${pair.minNotional.toFixed()}`)
+    return refuse("below-min-notional", `notional ${inQuote(notional)} is below ${pair.minNotional.toFixed()}`)
   }
   if (limits.maxOrderNotional !== undefined && notional.gt(limits.maxOrderNotional)) {
-    return refuse("order-notional-cap", `notional ${notional.toFixed()} is above the per-order cap ${limits.maxOrderNotional.toFixed()}`)
+    return refuse("order-notional-cap", `notional ${inQuote(notional)} is above the per-order cap ${limits.maxOrderNotional.toFixed()}`)
   }
   if (limits.maxStrategyNotional !== undefined && ctx.openNotional.plus(notional).gt(limits.maxStrategyNotional)) {
     return refuse(
       "strategy-notional-cap",
-      `open notional ${ctx.openNotional.toFixed()} plus ${notional.toFixed()} is above the strategy cap ${limits.maxStrategyNotional.toFixed()}`
+      `open notional ${inQuote(ctx.openNotional)} plus ${inQuote(notional)} is above the strategy cap ${limits.maxStrategyNotional.toFixed()}`
     )
   }
   if (ctx.allocation !== undefined) {
@@ -184,13 +187,13 @@ export const assess = (intent: PlaceIntent, ctx: RiskContext, limits: RiskLimits
     if (free.lt(lock.amount)) {
       return refuse(
         "allocation-exceeded",
-        `needs ${lock.amount.toFixed()} ${lock.asset}, the instance's allocation has ${Decimal.max(free, ZERO).toFixed()} ${lock.asset} free of ${ctx.allocation.allocated(lock.asset).toFixed()} ${lock.asset} allocated (raise strategies[].allocation.${lock.asset} or trade smaller)`
+        `needs ${inLock(lock.amount)} ${lock.asset}, the instance's allocation has ${inLock(Decimal.max(free, ZERO))} ${lock.asset} free of ${ctx.allocation.allocated(lock.asset).toFixed()} ${lock.asset} allocated (raise strategies[].allocation.${lock.asset} or trade smaller)`
       )
     }
   }
   const available = ctx.available(lock.asset)
   if (available.lt(lock.amount)) {
-    return refuse("insufficient-balance", `needs ${lock.amount.toFixed()} ${lock.asset}, ${Decimal.max(available, ZERO).toFixed()} is free`)
+    return refuse("insufficient-balance", `needs ${inLock(lock.amount)} ${lock.asset}, ${inLock(Decimal.max(available, ZERO))} is free`)
   }
   return { _tag: "Approved", order, notional, lock }
 }

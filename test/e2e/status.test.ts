@@ -124,6 +124,16 @@ describe("svcbot status", () => {
       }
       expect(new Decimal(pnl.realizedPnl).plus(pnl.unrealizedPnl).minus(pnl.fees).toFixed()).toBe(pnl.netPnl)
     }
+    // PnL and average cost at the exchange's precision, from the pair rules the daemon stored (USDT
+    // at the 0.01 tick), never the long tail of a division; positions are exact sums.
+    const handle = new BetterSqlite3(dbPath, { readonly: true })
+    expect(handle.prepare("SELECT symbol FROM pair_rules ORDER BY symbol").all()).toEqual([{ symbol: "BTCUSDT" }, { symbol: "ETHUSDT" }])
+    handle.close()
+    const places = (text: string) => (text.includes(".") ? text.length - text.indexOf(".") - 1 : 0)
+    for (const pnl of report.pnl) {
+      for (const amount of [pnl.realizedPnl, pnl.unrealizedPnl, pnl.fees, pnl.netPnl, pnl.dayPnl]) expect(places(amount), `${pnl.strategy} ${amount}`).toBeLessThanOrEqual(2)
+      for (const position of pnl.positions) expect(places(position.avgCost), position.avgCost).toBeLessThanOrEqual(2)
+    }
     expect(report.lastPrices.map((p) => p.source)).toEqual(report.lastPrices.map(() => "last fill"))
     expect(report.budget.recorded).toBe(false)
 
