@@ -225,6 +225,19 @@ export const metricsToJson = (metrics: Metrics): Record<string, string | number 
   return out
 }
 
+/**
+ * Metrics for people and log lines: money exact (sums of exact amounts), percentages and
+ * ratios at 4 decimals. What is stored keeps every digit (`metricsToJson`).
+ */
+export const metricsShown = (metrics: Metrics): Record<string, string | number | null> => {
+  const shown = metricsToJson(metrics)
+  shown.totalReturnPct = metrics.totalReturnPct.toDecimalPlaces(4).toFixed()
+  for (const [name, value] of Object.entries(shown)) {
+    if (typeof value === "number" && !Number.isInteger(value)) shown[name] = Math.round(value * 1e4) / 1e4
+  }
+  return shown
+}
+
 /** Reads metrics written by `metricsToJson` back (from the runs table). */
 export const metricsFromJson = (json: Record<string, unknown>): Metrics => {
   const amount = (name: string): Decimal => new Decimal(String(json[name] ?? "0"))

@@ -11,7 +11,7 @@ import type BetterSqlite3 from "better-sqlite3"
 import { Console, Effect, Either, Option } from "effect"
 import type { BacktestResult } from "../backtest/Backtest.js"
 import { describeData, type JobSpec, parseBalances, parseDataSpec, parseFees, prepare, type PreparedJob, readParams, runPrepared } from "../backtest/Job.js"
-import { fillToJson, metricsFromJson, metricsToJson } from "../backtest/Metrics.js"
+import { fillToJson, metricsFromJson, metricsShown } from "../backtest/Metrics.js"
 import { metricRows, renderReport } from "../backtest/Report.js"
 import { parseGrid, rank, rankedCsv, runSweep, type SweepResult } from "../backtest/Sweep.js"
 import { evidencePathOf } from "../config/Config.js"
@@ -165,14 +165,14 @@ const single = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob) =>
           paramsHash: paramsHash(params),
           data: describeData(spec.data),
           symbol: job.pair.symbol,
-          metrics: metricsToJson(result.metrics),
+          metrics: metricsShown(result.metrics),
           orders: result.orders,
           fills: result.fills.map(fillToJson)
         })
       )
       return
     }
-    yield* logEvent("backtest.completed", { runId, strategy: job.definition.name, paramsHash: paramsHash(params), metrics: metricsToJson(result.metrics) })
+    yield* logEvent("backtest.completed", { runId, strategy: job.definition.name, paramsHash: paramsHash(params), metrics: metricsShown(result.metrics) })
     const width = Math.max(...metricRows(result.metrics).map(([label]) => label.length))
     yield* Console.log(
       [

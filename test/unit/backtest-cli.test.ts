@@ -72,6 +72,11 @@ describe("svcbot backtest", () => {
     expect(recorded!.sourceHash).toBe(out.sourceHash)
     expect(recorded!.dataSource).toBe("synthetic:9:2000")
     expect(recorded!.metrics.pnl.toFixed()).toBe(out.metrics.pnl)
+    // Ratios and percentages at 4 decimals at most; money exact.
+    for (const [name, value] of Object.entries(out.metrics)) {
+      if (typeof value === "number") expect(String(value), name).toMatch(/^-?\d+(\.\d{1,4})?(e[+-]\d+)?$/)
+    }
+    expect(String(out.metrics.totalReturnPct)).toMatch(/^-?\d+(\.\d{1,4})?$/)
   })
 
   it("prints a metrics table and logs backtest.completed without --json", async () => {
