@@ -7,7 +7,9 @@
 import type BetterSqlite3 from "better-sqlite3"
 import { Decimal } from "../domain/Decimal.js"
 import { type Metrics, metricsFromJson, metricsToJson } from "../backtest/Metrics.js"
+import type { LedgerFill } from "../store/FillLedger.js"
 import type { Liquidity, Side } from "../svc/Dialect.js"
+import type { CandleEvent } from "../strategy/Strategy.js"
 import type { RunIdentity } from "./Records.js"
 
 export type PaperRunStatus = "running" | "completed" | "interrupted"
@@ -48,13 +50,8 @@ export interface NewPaperRun extends RunIdentity {
   readonly emptyMetrics: Metrics
 }
 
-export interface PaperCandleRow {
-  readonly openTime: number
-  readonly open: Decimal
-  readonly high: Decimal
-  readonly low: Decimal
-  readonly close: Decimal
-  readonly volume: Decimal
+/** A candle as the strategy was given it, when, and how many of the run's fills the daemon had by then. */
+export interface PaperCandleRow extends Pick<CandleEvent, "openTime" | "open" | "high" | "low" | "close" | "volume"> {
   readonly warmup: boolean
   readonly seenAt: number
   readonly fillsKnown: number
@@ -75,19 +72,12 @@ export interface PaperIntentRow {
   readonly reachedVenueAt: number | null
 }
 
-export interface PaperFillRow {
-  readonly fillId: string
+/** A fill of the instance as the ledger holds it, tied to the run's intent that placed its order. */
+export interface PaperFillRow extends Omit<LedgerFill, "symbol" | "side" | "liquidity" | "raw"> {
   /** Null for a fill of an order placed before the run: it is in the book but not compared. */
   readonly intentId: string | null
-  readonly clientOrderId: string | null
   readonly side: Side
   readonly liquidity: Liquidity
-  readonly price: Decimal
-  readonly baseQty: Decimal
-  readonly quoteQty: Decimal
-  readonly fee: Decimal
-  readonly feeAsset: string
-  readonly time: number
 }
 
 export interface Checkpoint {

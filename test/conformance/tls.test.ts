@@ -3,26 +3,13 @@
  * `--tls-key`, and the same signed requests work over it. The certificate is made
  * for the test by openssl.
  */
-import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
 import { request } from "node:https"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Effect, Exit, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import { signRequest } from "../../src/svc/Signer.js"
 import { devTradeKey } from "../../src/venue/Accounts.js"
 import { serveVenue } from "../../src/venue/Server.js"
-
-const selfSigned = () => {
-  const dir = mkdtempSync(join(tmpdir(), "svc-venue-tls-"))
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-    "-addext", "subjectAltName=IP:127.0.0.1",
-    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")
-  ], { stdio: "ignore" })
-  return { cert: readFileSync(join(dir, "cert.pem"), "utf8"), key: readFileSync(join(dir, "key.pem"), "utf8") }
-}
+import { selfSigned } from "../support/tls.js"
 
 const get = (url: string, target: string, headers: Record<string, string>, ca: string) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -37,7 +24,7 @@ const get = (url: string, target: string, headers: Record<string, string>, ca: s
 
 describe("transport", () => {
   it("svc-venue serves HTTPS with a given certificate, and signed requests work over it", async () => {
-    const tls = selfSigned()
+    const tls = selfSigned("svc-venue-tls")
     const scope = Effect.runSync(Scope.make())
     try {
       const running = await Effect.runPromise(Scope.extend(serveVenue({ port: 0, tls }), scope))

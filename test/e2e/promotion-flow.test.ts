@@ -10,14 +10,13 @@
  * venue here serves TLS with a throwaway certificate and the configs say `staging`.
  */
 import { Effect, Exit, Scope } from "effect"
-import { execFileSync } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { devTradeKey } from "../../src/venue/Accounts.js"
 import { serveVenue } from "../../src/venue/Server.js"
 import { events, killAll, query, svcbot, waitForEvent } from "../support/daemon.js"
+import { selfSigned } from "../support/tls.js"
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterAll(async () => {
@@ -31,15 +30,12 @@ const looseGates = { ...strictGates, paper: { minDays: 0, maxTrackingErrorPct: 1
 
 describe("backtest -> paper -> live with the evidence store compose shares", () => {
   it("records evidence from the paper bot, refuses then grants live, and starts live only for the promoted instance", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "svcbot-flow-"))
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-      "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")
-    ], { stdio: "ignore" })
+    const tls = selfSigned("svcbot-flow")
+    const dir = tls.dir
     const scope = Effect.runSync(Scope.make())
     cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
     const venue = await Effect.runPromise(
-      Scope.extend(serveVenue({ port: 0, tls: { cert: readFileSync(join(dir, "cert.pem"), "utf8"), key: readFileSync(join(dir, "key.pem"), "utf8") }, tape: { kind: "synthetic", seed: 3 }, tickMs: 200 }), scope)
+      Scope.extend(serveVenue({ port: 0, tls, tape: { kind: "synthetic", seed: 3 }, tickMs: 200 }), scope)
     )
     const evidence = join(dir, "evidence", "evidence.db")
     const paperDb = join(dir, "paper", "svcbot.db")
@@ -47,7 +43,7 @@ describe("backtest -> paper -> live with the evidence store compose shares", () 
     const env = (database: string) => ({
       SVC_API_KEY: devTradeKey.keyId,
       SVC_API_SECRET: devTradeKey.secret,
-      NODE_EXTRA_CA_CERTS: join(dir, "cert.pem"),
+      NODE_EXTRA_CA_CERTS: tls.certPath,
       SVC_DATABASE_PATH: database,
       SVC_EVIDENCE_PATH: evidence
     })

@@ -3,8 +3,7 @@
  * refuses any server that does not (before one signed request reaches it), and live
  * mode refuses svc-venue unless the config declares a staging run.
  */
-import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -14,6 +13,7 @@ import { VENUE_IMPLEMENTATION, VENUE_IMPLEMENTATION_HEADER } from "../../src/svc
 import { devTradeKey } from "../../src/venue/Accounts.js"
 import { serveVenue } from "../../src/venue/Server.js"
 import { killAll, svcbot, waitForEvent } from "../support/daemon.js"
+import { selfSigned } from "../support/tls.js"
 import { startVenue } from "../support/venue.js"
 
 afterAll(killAll)
@@ -75,16 +75,11 @@ describe("svcbot run trades where its mode says", () => {
   })
 
   it("live mode refuses svc-venue unless the config says it is a staging run", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "svcbot-staging-"))
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-      "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")
-    ], { stdio: "ignore" })
-    const tls = { cert: readFileSync(join(dir, "cert.pem"), "utf8"), key: readFileSync(join(dir, "key.pem"), "utf8") }
+    const tls = selfSigned("svcbot-staging")
     const scope = Effect.runSync(Scope.make())
     cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
     const running = await Effect.runPromise(Scope.extend(serveVenue({ port: 0, tls }), scope))
-    const env = { ...KEY_ENV, NODE_EXTRA_CA_CERTS: join(dir, "cert.pem") }
+    const env = { ...KEY_ENV, NODE_EXTRA_CA_CERTS: tls.certPath }
     const live = (staging: boolean, extra: ReadonlyArray<string> = []) =>
       svcbot(["run", "--mode", "live", "--i-accept-unpromoted", ...extra, "--config", writeConfig({ mode: "live", venue: { embedded: false, baseUrl: running.url, staging } })], env)
 
