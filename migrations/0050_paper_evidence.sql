@@ -29,6 +29,13 @@ CREATE TABLE paper_candles (
   PRIMARY KEY (run_id, open_time)
 ) WITHOUT ROWID;
 
+-- When the strategy was given a ticker (the venue's time of it): the replay gives its own then.
+CREATE TABLE paper_tickers (
+  run_id  INTEGER NOT NULL REFERENCES runs (run_id),
+  time    INTEGER NOT NULL,
+  PRIMARY KEY (run_id, time)
+) WITHOUT ROWID;
+
 -- Every price the venue's matching saw for the run's pair, on the venue's clock.
 CREATE TABLE paper_steps (
   run_id  INTEGER NOT NULL REFERENCES runs (run_id),

@@ -85,6 +85,11 @@ export interface BacktestSetup<P = unknown, S = unknown> {
   /** When each placement intent's order reached the venue in a recorded run. */
   readonly timing?: ReplayTiming
   /**
+   * With `tape`: the times the recorded run gave the strategy a ticker, sorted. Each is heard
+   * at its time with the tape's price then, in place of the ticker at each close.
+   */
+  readonly tickers?: ReadonlyArray<number>
+  /**
    * History the strategy hears before the first candle, as the daemon gives a fresh instance:
    * `onCandle` only, marked `warmup`, its intents dropped.
    */
@@ -230,6 +235,7 @@ class Run<P, S> {
   private readonly occurrences = new Map<string, number>()
   /** Tape mode: the first step not played yet. */
   private nextStep = 0
+  private nextTicker = 0
   private readonly fillLog: Array<RunFill> = []
   /** Order updates that answer intents at the moment they are placed: refusals and cancels. */
   private readonly answers: Array<OrderUpdateEvent> = []
@@ -375,7 +381,15 @@ class Run<P, S> {
   replayCandle(tape: ReadonlyArray<TapeStep>, candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
     let at = this.nextStep
     while (at < tape.length && tape[at]!.timeMs <= candle.openTimeMs) at++
-    while (at < tape.length && tape[at]!.timeMs <= closeMs) {
+    const tickers = this.setup.tickers ?? []
+    let heard = this.nextTicker
+    while (heard < tickers.length && tickers[heard]! <= candle.openTimeMs) heard++
+    while ((at < tape.length && tape[at]!.timeMs <= closeMs) || (heard < tickers.length && tickers[heard]! <= closeMs)) {
+      // A ticker read at the moment of a step saw the step: it comes after it.
+      if (heard < tickers.length && tickers[heard]! <= closeMs && (at >= tape.length || tickers[heard]! < tape[at]!.timeMs)) {
+        this.ticker(tickers[heard++]!)
+        continue
+      }
       const stepMs = tape[at]!.timeMs
       const settled = this.settleUntil(stepMs, true)
       // Steps of one time are one venue tick: the strategy can answer only after all of them.
@@ -388,7 +402,21 @@ class Run<P, S> {
       }
     }
     this.nextStep = at
+    this.nextTicker = heard
     this.atClose(candle, closeMs, this.settleUntil(closeMs, false), event, timers)
+  }
+
+  /** A recorded ticker: what settled by then, the fills and updates it brought, then the price the venue showed. */
+  private ticker(timeMs: number): void {
+    const settled = this.settleUntil(timeMs, true)
+    this.view.now = timeMs
+    this.intentsThisMoment = 0
+    if (this.tracked.size > 0) this.deliverOrderProgress(settled)
+    const price = this.engine.price(this.symbol)
+    const onTicker = this.strategy.onTicker
+    if (price === undefined || onTicker === undefined) return
+    this.lastPrices.set(this.symbol, price)
+    this.handle("onTicker", onTicker, { symbol: this.symbol, price, time: timeMs })
   }
 
   /** Steps 3 and 4: what the strategy hears at the close, and the intents it answers with. */
@@ -399,7 +427,8 @@ class Run<P, S> {
     if (this.tracked.size > 0) this.deliverOrderProgress(settled)
     const { onCandle, onTicker, onTimer } = this.strategy
     if (onCandle !== undefined) this.handle("onCandle", onCandle, event)
-    if (onTicker !== undefined) this.handle("onTicker", onTicker, { symbol: this.symbol, price: candle.close, time: closeMs })
+    // A recorded run's tickers are heard when they were given, not at each close.
+    if (onTicker !== undefined && this.setup.tickers === undefined) this.handle("onTicker", onTicker, { symbol: this.symbol, price: candle.close, time: closeMs })
     if (onTimer !== undefined) for (const at of timers) this.handle("onTimer", onTimer, { name: SCHEDULE_TIMER, scheduledAt: at })
   }
 

@@ -399,11 +399,12 @@ const evidenceStore = (config: Config) =>
     )
   })
 
-/** The instance as market data sees it, telling the paper evidence each candle it is given. */
+/** The instance as market data sees it, telling the paper evidence each candle and ticker it is given. */
 const withCandlesRecorded = (instance: RunningInstance, evidence: PaperEvidenceRecorder): RunningInstance => ({
   ...instance,
   deliver: (event) => {
     if (event._tag === "Candle") evidence.candleGiven(instance.id, event.event)
+    else if (event._tag === "Ticker") evidence.tickerGiven(instance.id, event.event.time)
     return instance.deliver(event)
   }
 })

@@ -61,6 +61,8 @@ export interface PaperEvidenceOptions {
 export interface PaperEvidenceRecorder {
   /** Tells the recorder a candle was given to an instance (warm-up or live), when it was. */
   readonly candleGiven: (instanceId: string, candle: CandleEvent) => void
+  /** Tells the recorder an instance was given a ticker of this (venue) time. */
+  readonly tickerGiven: (instanceId: string, timeMs: number) => void
 }
 
 /** A checkpoint every few seconds: far more often than the minute of market time the evidence promises. */
@@ -118,6 +120,9 @@ interface Recording {
   readonly waiting: Map<string, Omit<PaperIntentRow, "clientOrderId" | "reachedVenueAt">>
   /** Candles given since the last checkpoint. */
   pendingCandles: Array<PaperCandleRow>
+  pendingTickers: Array<number>
+  /** Open time of the newest candle recorded for a strategy that is given none (its replay still walks candles). */
+  lastCandleOpen: number
   /** Live candles and fills of the whole run, for the summary. */
   readonly liveCandles: Array<PaperCandleRow>
   readonly fills: Array<PaperFillRow>
@@ -264,10 +269,16 @@ export const recordPaperRuns = (
         occurrences: new Map(),
         waiting: new Map(),
         pendingCandles: [],
+        pendingTickers: [],
+        lastCandleOpen: startedAt - 2 * intervalMs,
         liveCandles: [],
         fills: []
       })
       yield* logEvent("paper.started", { strategy: subject.id, runId, allocation: setup.allocation, resumed: setup.startState !== null })
+    }
+
+    const tickerGiven = (instanceId: string, timeMs: number): void => {
+      recordings.get(instanceId)?.pendingTickers.push(timeMs)
     }
 
     const candleGiven = (instanceId: string, candle: CandleEvent): void => {
@@ -354,8 +365,22 @@ export const recordPaperRuns = (
       return rows
     }
 
+    /** A strategy given no candles still needs the run's candles: its replay walks them. */
+    const readCandles = (r: Recording) =>
+      Effect.gen(function* () {
+        if (r.subject.definition.onCandle !== undefined) return
+        const candles = yield* client.candles({ symbol: r.pair.symbol, interval: r.subject.candleInterval, limit: 100 })
+        const now = yield* Clock.currentTimeMillis
+        for (const c of [...candles].sort((a, b) => a.openTime - b.openTime)) {
+          if (c.openTime + r.intervalMs > now || c.openTime <= r.lastCandleOpen) continue
+          r.lastCandleOpen = c.openTime
+          candleGiven(r.subject.id, { symbol: r.pair.symbol, interval: r.subject.candleInterval, ...c })
+        }
+      }).pipe(Effect.catchAll((error) => logEvent("request.failed", { what: "candles for the paper evidence", error: error.message })))
+
     const checkpoint = (r: Recording, readTimeout?: Duration.Duration) =>
       Effect.gen(function* () {
+        yield* readCandles(r)
         const read = readSteps(r)
         // Steps not read now are read at the next checkpoint: the venue keeps them.
         const steps = yield* (readTimeout === undefined ? read : Effect.timeoutFail(read, { duration: readTimeout, onTimeout: () => "the stop's time ran out" })).pipe(
@@ -368,8 +393,10 @@ export const recordPaperRuns = (
         r.fills.push(...fills)
         const candles = r.pendingCandles
         r.pendingCandles = []
+        const tickers = r.pendingTickers
+        r.pendingTickers = []
         const now = yield* Clock.currentTimeMillis
-        yield* Effect.try(() => writer.checkpoint({ runId: r.runId, candles, steps, intents, fills, metrics: summarise(r), nowMs: now })).pipe(
+        yield* Effect.try(() => writer.checkpoint({ runId: r.runId, candles, tickers, steps, intents, fills, metrics: summarise(r), nowMs: now })).pipe(
           Effect.catchAll((error) => logEvent("paper.not-recorded", { strategy: r.subject.id, reason: `the checkpoint could not be written: ${String(error.error)}` }))
         )
       })
@@ -397,5 +424,5 @@ export const recordPaperRuns = (
     for (const r of recordings.values()) {
       yield* Effect.forkScoped(Effect.repeat(checkpoint(r), Schedule.spaced(CHECKPOINT_EVERY)))
     }
-    return { candleGiven }
+    return { candleGiven, tickerGiven }
   })

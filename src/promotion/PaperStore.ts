@@ -83,6 +83,7 @@ export interface PaperFillRow extends Omit<LedgerFill, "symbol" | "side" | "liqu
 export interface Checkpoint {
   readonly runId: number
   readonly candles: ReadonlyArray<PaperCandleRow>
+  readonly tickers: ReadonlyArray<number>
   readonly steps: ReadonlyArray<PaperStepRow>
   readonly intents: ReadonlyArray<PaperIntentRow>
   readonly fills: ReadonlyArray<PaperFillRow>
@@ -97,6 +98,8 @@ export interface PaperRunEvidence {
   readonly metrics: Metrics
   readonly setup: PaperSetup
   readonly candles: ReadonlyArray<PaperCandleRow>
+  /** When the strategy was given a ticker, oldest first. */
+  readonly tickers: ReadonlyArray<number>
   readonly steps: ReadonlyArray<PaperStepRow>
   readonly intents: ReadonlyArray<PaperIntentRow>
   readonly fills: ReadonlyArray<PaperFillRow>
@@ -138,6 +141,7 @@ export const paperWriter = (db: BetterSqlite3.Database) => {
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
   )
   const step = db.prepare("INSERT OR IGNORE INTO paper_steps (run_id, seq, time, price) VALUES (?, ?, ?, ?)")
+  const ticker = db.prepare("INSERT OR IGNORE INTO paper_tickers (run_id, time) VALUES (?, ?)")
   const intent = db.prepare(
     `INSERT INTO paper_intents (run_id, intent_id, tag, occurrence, decided_at, client_order_id, reached_venue_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -155,6 +159,7 @@ export const paperWriter = (db: BetterSqlite3.Database) => {
     for (const k of c.candles) {
       candle.run(c.runId, k.openTime, k.open.toFixed(), k.high.toFixed(), k.low.toFixed(), k.close.toFixed(), k.volume.toFixed(), k.warmup ? 1 : 0, k.seenAt, k.fillsKnown)
     }
+    for (const t of c.tickers) ticker.run(c.runId, t)
     for (const s of c.steps) step.run(c.runId, s.seq, s.timeMs, s.price.toFixed())
     for (const i of c.intents) intent.run(c.runId, i.intentId, i.tag, i.occurrence, i.decidedAt, i.clientOrderId, i.reachedVenueAt)
     for (const f of c.fills) {
@@ -206,6 +211,7 @@ export const loadPaperRun = (db: BetterSqlite3.Database, runId: number): PaperRu
     seenAt: r.seen_at,
     fillsKnown: r.fills_known
   }))
+  const tickers = (db.prepare("SELECT time FROM paper_tickers WHERE run_id = ? ORDER BY time").all(runId) as Array<{ time: number }>).map((r) => r.time)
   const steps = (db.prepare("SELECT seq, time, price FROM paper_steps WHERE run_id = ? ORDER BY seq").all(runId) as Array<{ seq: number; time: number; price: string }>).map(
     (r) => ({ seq: r.seq, timeMs: r.time, price: new Decimal(r.price) })
   )
@@ -260,6 +266,7 @@ export const loadPaperRun = (db: BetterSqlite3.Database, runId: number): PaperRu
     metrics: metricsFromJson(JSON.parse(run.metrics) as Record<string, unknown>),
     setup: JSON.parse(run.setup) as PaperSetup,
     candles,
+    tickers,
     steps,
     intents,
     fills

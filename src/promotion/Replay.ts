@@ -81,6 +81,7 @@ export const replayPaperRun = <P, S>(
     warmup: run.candles.filter((c) => c.warmup).map(toCandle),
     intervalMs: setup.intervalMs,
     tape: run.steps,
+    tickers: run.tickers,
     timing: {
       placedAt: (tag, occurrence) => {
         const paper = byIntent.get(intentKey(tag, occurrence))

@@ -26,7 +26,9 @@ const instances = [
   { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 250, params: GRID, allocation: { USDT: "5000", BTC: "0.05" } },
   { id: "idle", strategy: "sma-crossover", symbol: "BTCUSDT", pollMs: 250, params: IDLE, allocation: { USDT: "1000" } },
   // 0.002 BTC at ~60,000 needs ~120 USDT: more than this allocation holds.
-  { id: "starved", strategy: "grid", symbol: "BTCUSDT", pollMs: 250, params: GRID, allocation: { USDT: "50" } }
+  { id: "starved", strategy: "grid", symbol: "BTCUSDT", pollMs: 250, params: GRID, allocation: { USDT: "50" } },
+  // Driven by tickers alone: its run records the tickers it was given and the candles its replay walks.
+  { id: "mm", strategy: "market-maker", symbol: "ETHUSDT", pollMs: 250, params: { halfSpreadBps: 15, orderQty: "0.05", maxInventory: "0.5", skewBps: 20, requoteBps: 5 }, allocation: { USDT: "2000", ETH: "1" } }
 ]
 
 interface RunRow {
@@ -79,7 +81,8 @@ describe("svcbot run in paper mode records its evidence as it happens", () => {
       expect(killed.map((r) => [r.instance_id, r.status])).toEqual([
         ["grid", "running"],
         ["idle", "running"],
-        ["starved", "running"]
+        ["starved", "running"],
+        ["mm", "running"]
       ])
       for (const instance of instances) {
         const identity = identityOf(instance.strategy, join(STRATEGIES_DIR, `${instance.strategy}.ts`), instance.params)
@@ -101,22 +104,26 @@ describe("svcbot run in paper mode records its evidence as it happens", () => {
       const refused = events(first).find((e) => e.event === "risk.refused" && e.strategy === "starved")
       expect(String(refused?.detail)).toMatch(/the instance's allocation has 50 USDT free of 50 USDT allocated \(raise strategies\[\]\.allocation\.USDT or trade smaller\)/)
 
+      const mm = killed.find((r) => r.instance_id === "mm")!
+      expect(count(dbPath, "paper_tickers", mm.run_id), "the tickers the market maker was given").toBeGreaterThan(0)
+      expect(count(dbPath, "paper_candles", mm.run_id), "candles for its replay, though it is given none").toBeGreaterThan(0)
+
       const second = svcbot(["run", "--config", configPath], env)
       const interrupted = await waitForEvent(second, "paper.interrupted", 60_000)
-      expect(interrupted.runs).toBe(3)
+      expect(interrupted.runs).toBe(4)
       await waitForEvent(second, "config.loaded", 60_000)
       await waitForEvent(second, "heartbeat", 30_000, (e) => e.strategy === "grid")
       second.child.kill("SIGTERM")
       expect(await second.exit, second.stderr.join("")).toBe(0)
 
       const after = query<RunRow>(dbPath, "SELECT * FROM runs WHERE kind = 'paper' ORDER BY run_id")
-      expect(after.map((r) => r.status)).toEqual(["interrupted", "interrupted", "interrupted", "completed", "completed", "completed"])
+      expect(after.map((r) => r.status)).toEqual(["interrupted", "interrupted", "interrupted", "interrupted", "completed", "completed", "completed", "completed"])
       expect(count(dbPath, "paper_steps", grid.run_id), "an interrupted run keeps what it recorded").toBe(kept.steps)
       expect(count(dbPath, "paper_fills", grid.run_id)).toBe(kept.fills)
-      expect(events(second).filter((e) => e.event === "paper.recorded").map((e) => e.strategy).sort()).toEqual(["grid", "idle", "starved"])
+      expect(events(second).filter((e) => e.event === "paper.recorded").map((e) => e.strategy).sort()).toEqual(["grid", "idle", "mm", "starved"])
 
       // The idle instance held its allocation while the price moved: its PnL is exactly 0.
-      const prices = query<{ n: number }>(dbPath, "SELECT count(DISTINCT price) AS n FROM paper_steps WHERE run_id = ?", after[4]!.run_id)[0]!.n
+      const prices = query<{ n: number }>(dbPath, "SELECT count(DISTINCT price) AS n FROM paper_steps WHERE run_id = ?", after.find((r) => r.status === "completed" && r.instance_id === "idle")!.run_id)[0]!.n
       expect(prices, "the price moved during the run").toBeGreaterThan(1)
       for (const idle of after.filter((r) => r.instance_id === "idle")) {
         const metrics = JSON.parse(idle.metrics) as { pnl: string; fills: number; initialEquity: string }

@@ -296,3 +296,35 @@ describe("compareFillsByIntent", () => {
     ])
   })
 })
+
+describe("a recorded run's tickers", () => {
+  /** Buys 100 USDT of base the first time a ticker shows the price at or below 99; notes every ticker heard. */
+  const dipBuyer = defineStrategy({
+    name: "dip-buyer",
+    version: "1",
+    params: Schema.Unknown,
+    state: Schema.Any,
+    init: () => ({ lines: [], candles: 0 }),
+    onTicker: (state: Heard, ticker, view) => {
+      state.lines.push(`${at(view.now)} ticker ${ticker.price.toFixed()} t=${at(ticker.time)}`)
+      const bought = state.candles > 0
+      if (bought || ticker.price.gt(99)) return result(state)
+      state.candles = 1
+      return result(state, [{ type: "market", tag: "dip", symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("100"), maxSlippageBps: 50 }])
+    }
+  })
+
+  it("are heard at their times with the tape's price then, and no ticker is made up at the close", () => {
+    const tape = steps(0, [30, "100"], [40, "98.5"], [50, "101"])
+    const { out, heard } = run(setup(dipBuyer, flat(2), { tape, tickers: [T0 + 35 * SEC, T0 + 45 * SEC, T0 + 55 * SEC, T0 + 70 * SEC] }))
+    expect(heard).toEqual(["35s ticker 100 t=35s", "45s ticker 98.5 t=45s", "55s ticker 101 t=55s", "70s ticker 101 t=70s"])
+    // Placed at 45 s, settled at 45.05 s against 98.5: the first ask is one tick above (1 bp of 98.5 is
+    // less than the 0.01 tick): 100 / 98.51 = 1.01512…, stepped down to 1.015; taker fee 0.2 % in BTC.
+    expect(fillsOf(out)).toEqual(["dip buy 1.015 @ 98.51 taker fee 0.00203 t=45.05s"])
+  })
+
+  it("without recorded tickers the strategy hears one at each close, as a plain backtest gives it", () => {
+    const { heard } = run(setup(dipBuyer, flat(2), { tape: steps(0, [30, "98"]) }))
+    expect(heard).toEqual(["60s ticker 100 t=60s", "120s ticker 100 t=120s"])
+  })
+})

@@ -161,6 +161,7 @@ const evidence = (parts: Partial<PaperRunEvidence>): PaperRunEvidence => ({
   metrics,
   setup: setupOf(),
   candles: candlesOf([0, 2, 2]),
+  tickers: [],
   steps: tape,
   intents: [],
   fills: [],
