@@ -36,7 +36,7 @@ import { type PaperEvidenceRecorder, recordPaperRuns } from "../promotion/Eviden
 import { StrategyStateStore } from "../strategy/StateStore.js"
 import { decodeParams, type OpenOrder, type OrderUpdateEvent, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
 import { fillEventOf } from "./FillEvents.js"
-import { Health, healthLogHook, serveHealth } from "./Health.js"
+import { Health, serveHealth } from "./Health.js"
 
 /** A start-up failure: what is wrong, how to fix it, and the exit code. */
 export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string; readonly exitCode: number }> {}

@@ -44,7 +44,7 @@ import {
   VenueSteps,
   WalletRow
 } from "./Api.js"
-import { Budget, type BudgetOptions, type BudgetSnapshot, type Demand, type Outcome, type Priority, type Ticket } from "./Budget.js"
+import { Budget, type BudgetOptions, type Demand, type Outcome, type Priority, type Ticket } from "./Budget.js"
 import type { Dialect, Side } from "./Dialect.js"
 import {
   DecodeError,

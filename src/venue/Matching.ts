@@ -20,7 +20,7 @@
  */
 import { compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, ZERO } from "../domain/Decimal.js"
 import type { OrderTerms } from "../domain/OrderTerms.js"
-import { RejectCode, type Liquidity, type OrderKind, type OrderType, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
+import { RejectCode, type Liquidity, type OrderKind, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
 

@@ -36,7 +36,7 @@ import {
 } from "./Answers.js"
 import { Faults } from "./Faults.js"
 import { AuthGuard, RateLimits, ReplayCache, type BudgetReport } from "./Limits.js"
-import { MatchingEngine, type BalanceRow, type Fill, type OrderView, type PlaceRequest, type Refusal } from "./Matching.js"
+import { MatchingEngine, type BalanceRow, type PlaceRequest, type Refusal } from "./Matching.js"
 import { StepLog } from "./StepLog.js"
 import { MINUTE_MS, Tape, type TapeSource } from "./Tape.js"
 

@@ -6,7 +6,7 @@
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { Writable } from "node:stream"
-import { Chunk, Effect, Either, Layer, Redacted, Stream } from "effect"
+import { Chunk, Effect, Either, Redacted, Stream } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { parse } from "../../src/domain/Json.js"
