@@ -91,6 +91,12 @@ export const LIVE_STATES: ReadonlySet<OrderState> = new Set(["accepted", "pendin
 export const IN_FLIGHT_STATES: ReadonlySet<OrderState> = new Set(["intent", "submitting", "unknown"])
 
 export const isTerminal = (state: OrderState): boolean => TERMINAL_STATES.has(state)
+
+/**
+ * True when an order in `state` is where `event` would take it: the event was applied already
+ * (two observers of one outcome raced), so it changes nothing and proves no disagreement.
+ */
+export const alreadyApplied = (state: OrderState, event: OrderEvent): boolean => Object.values(TABLE).some((events) => events[event] === state)
 export const isOrderState = (value: string): value is OrderState => (ORDER_STATES as ReadonlyArray<string>).includes(value)
 export const isOrderEvent = (value: string): value is OrderEvent => (ORDER_EVENTS as ReadonlyArray<string>).includes(value)
 

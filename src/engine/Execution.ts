@@ -6,7 +6,7 @@
 import { Clock, Effect, FiberSet, Ref } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
-import { isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
+import { alreadyApplied, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import type { EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger } from "../store/FillLedger.js"
@@ -125,8 +125,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const now = yield* Clock.currentTimeMillis
         const moved = yield* Effect.either(journal.transition(orderId, event, patch, now, detail))
         if (moved._tag === "Left") {
-          // The same kind seen twice (the tracker and reconciliation raced): nothing changed.
-          if (moved.left.from === moved.left.event) return undefined
+          // The same outcome reached twice (the tracker and reconciliation, or two reconcile passes, raced): nothing changed.
+          if (alreadyApplied(moved.left.from, moved.left.event)) return undefined
           yield* logEvent("reconcile.mismatch", { orderId, problem: moved.left.message, ...(detail === undefined ? {} : { detail }) })
           return undefined
         }

@@ -2,6 +2,7 @@ import { Either } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import {
+  alreadyApplied,
   eventsFrom,
   IN_FLIGHT_STATES,
   InvalidTransition,
@@ -106,5 +107,18 @@ describe("order state machine", () => {
   it("names the refused edge in the error", () => {
     const result = transition("fill", "cancelled")
     expect(Either.isLeft(result) && result.left.message).toBe("an order in state fill cannot take event cancelled")
+  })
+})
+
+describe("an outcome reached twice", () => {
+  it("is recognised as applied already, so racing observers report no mismatch; a real disagreement is not", () => {
+    // Two reconcile passes both proved a lost placement absent.
+    expect(alreadyApplied("not_placed", "proveAbsent")).toBe(true)
+    // The tracker and reconciliation both saw the order accepted, or filled.
+    expect(alreadyApplied("accepted", "accept")).toBe(true)
+    expect(alreadyApplied("fill", "fill")).toBe(true)
+    // A filled order proved absent, or an order never sent reported filled, is a disagreement.
+    expect(alreadyApplied("fill", "proveAbsent")).toBe(false)
+    expect(alreadyApplied("intent", "fill")).toBe(false)
   })
 })
