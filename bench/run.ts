@@ -44,7 +44,7 @@ if (jsonAt !== -1 && (jsonFile === undefined || jsonFile.startsWith("--"))) {
   process.stderr.write("--json needs a file to write, e.g. npm run bench -- --json /tmp/bench.json\n")
   process.exit(2)
 }
-const wanted = args.filter((_, i) => i !== jsonAt && i !== jsonAt + 1)
+const wanted = jsonAt === -1 ? args : args.filter((_, i) => i !== jsonAt && i !== jsonAt + 1)
 const benches = readdirSync(here)
   .filter((file) => file.endsWith(".bench.ts"))
   .filter((file) => wanted.length === 0 || wanted.some((name) => file.startsWith(name)))
