@@ -42,8 +42,13 @@
  * ignored. `timing` gives, per placement intent (its tag and how many placement
  * intents of that tag came before it), the time its order reached the venue; the
  * order is placed with that time when it is later than the intent, so it stays
- * pending, unseen by the steps, until that time plus the settle delay. Each order's
- * intent is in `placements`, so fills compare intent by intent (`Parity.ts`).
+ * pending, unseen by the steps, until that time plus the settle delay. It gives the
+ * same for a cancel intent (counted among the cancels of its tag): the time the venue
+ * cancelled the order. Until then the order stays live, as it did on the venue: it
+ * can still fill, its tag is still in use, and the strategy hears `cancelled` at that
+ * time, played before a step or ticker of a later time and after one of the same
+ * time (without a tape, before the next candle's path). Each order's intent is in
+ * `placements`, so fills compare intent by intent (`Parity.ts`).
  */
 import { Data, Either } from "effect"
 import cron from "node-cron"
@@ -85,10 +90,11 @@ export interface BacktestSetup<P = unknown, S = unknown> {
   /** When each placement intent's order reached the venue in a recorded run. */
   readonly timing?: ReplayTiming
   /**
-   * With `tape`: the times the recorded run gave the strategy a ticker, sorted. Each is heard
-   * at its time with the tape's price then, in place of the ticker at each close.
+   * With `tape`: the tickers the recorded run gave the strategy, sorted by when it was given
+   * them. Each is heard then, in place of the ticker at each close, and a strategy's last price
+   * moves only with the tickers (and, for a strategy given candles, the closes) it hears.
    */
-  readonly tickers?: ReadonlyArray<number>
+  readonly tickers?: ReadonlyArray<GivenTicker>
   /**
    * History the strategy hears before the first candle, as the daemon gives a fresh instance:
    * `onCandle` only, marked `warmup`, its intents dropped.
@@ -96,6 +102,16 @@ export interface BacktestSetup<P = unknown, S = unknown> {
   readonly warmup?: ReadonlyArray<Candle>
   /** Start from this state instead of `init` (a recorded run whose instance resumed its stored state). */
   readonly initialState?: S
+}
+
+/** A ticker a recorded run gave its strategy. */
+export interface GivenTicker {
+  /** When the strategy was given it. */
+  readonly atMs: number
+  /** The ticker's own time. */
+  readonly timeMs: number
+  /** The price it showed; undefined for a recording without it (the tape's price at `timeMs` is used). */
+  readonly price: Decimal | undefined
 }
 
 /** One price step of the venue's tape, on the venue's clock. */
@@ -111,6 +127,19 @@ export interface ReplayTiming {
    * the venue; undefined when the recording has no such order.
    */
   placedAt(tag: string, occurrence: number): number | undefined
+  /**
+   * When the venue cancelled the order the `occurrence`-th cancel intent with this tag
+   * (0-based, among the cancel intents of the tag) was sent for; undefined when the
+   * recording has no such cancel taking effect (the cancel is then applied at once).
+   */
+  cancelledAt(tag: string, occurrence: number): number | undefined
+  /**
+   * When the recorded run's strategy heard the `index`-th fill (0-based) of the order of this
+   * placement intent; undefined when it never did (the replay's strategy then hears it at once).
+   */
+  fillHeardAt?(tag: string, occurrence: number, index: number): number | undefined
+  /** The same for the order's `index`-th update of this kind. */
+  updateHeardAt?(tag: string, occurrence: number, kind: OrderUpdateKind, index: number): number | undefined
 }
 
 /** The placement intent an order came from: its tag and how many placement intents of that tag came before it. */
@@ -177,11 +206,25 @@ const INTERVAL_NAMES: ReadonlyMap<number, string> = new Map([
 
 const intervalName = (intervalMs: number): string => INTERVAL_NAMES.get(intervalMs) ?? `${intervalMs}ms`
 
+/**
+ * Something a recorded run had happen later than the moment the replay reaches it: a cancel
+ * the venue applied later, or a fill or order update the strategy heard later.
+ */
+type Scheduled = { readonly atMs: number } & (
+  | { readonly what: "cancel"; readonly tag: string; readonly clientOrderId: string }
+  | { readonly what: "fill"; readonly fill: RunFill }
+  | { readonly what: "update"; readonly update: OrderUpdateEvent }
+)
+
 interface Tracked {
   readonly clientOrderId: string
   readonly stop: boolean
+  /** As the matching engine last showed it; the strategy may hear of it later (`updateHeardAt`). */
   kind: OrderKind
   filledBaseQty: Decimal
+  /** Fills of the order, and its updates per kind, so far: which one a recorded hearing time is for. */
+  fills: number
+  readonly updates: Map<OrderUpdateKind, number>
 }
 
 type MutableView<P> = { -readonly [K in keyof StrategyView<P>]: StrategyView<P>[K] }
@@ -233,6 +276,10 @@ class Run<P, S> {
   readonly placements = new Map<string, Placement>()
   /** Placement intents seen per tag, refused ones included: the next intent's `occurrence`. */
   private readonly occurrences = new Map<string, number>()
+  /** Cancel intents seen per tag: the next cancel's `occurrence`. */
+  private readonly cancelOccurrences = new Map<string, number>()
+  /** Sorted by time, in the order scheduled among equal times. */
+  private scheduled: Array<Scheduled> = []
   /** Tape mode: the first step not played yet. */
   private nextStep = 0
   private nextTicker = 0
@@ -372,6 +419,7 @@ class Run<P, S> {
 
   /** Steps 1 to 4 for one candle. */
   candle(candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
+    this.scheduledUntil(closeMs, true)
     const settled = this.settleUntil(closeMs, false)
     this.engine.onCandle(this.symbol, candle, closeMs)
     this.atClose(candle, closeMs, settled, event, timers)
@@ -383,14 +431,16 @@ class Run<P, S> {
     while (at < tape.length && tape[at]!.timeMs <= candle.openTimeMs) at++
     const tickers = this.setup.tickers ?? []
     let heard = this.nextTicker
-    while (heard < tickers.length && tickers[heard]! <= candle.openTimeMs) heard++
-    while ((at < tape.length && tape[at]!.timeMs <= closeMs) || (heard < tickers.length && tickers[heard]! <= closeMs)) {
-      // A ticker read at the moment of a step saw the step: it comes after it.
-      if (heard < tickers.length && tickers[heard]! <= closeMs && (at >= tape.length || tickers[heard]! < tape[at]!.timeMs)) {
+    while (heard < tickers.length && tickers[heard]!.atMs <= candle.openTimeMs) heard++
+    while ((at < tape.length && tape[at]!.timeMs <= closeMs) || (heard < tickers.length && tickers[heard]!.atMs <= closeMs)) {
+      // A ticker given at the moment of a step saw the step: it comes after it.
+      if (heard < tickers.length && tickers[heard]!.atMs <= closeMs && (at >= tape.length || tickers[heard]!.atMs < tape[at]!.timeMs)) {
+        this.scheduledUntil(tickers[heard]!.atMs, false)
         this.ticker(tickers[heard++]!)
         continue
       }
       const stepMs = tape[at]!.timeMs
+      this.scheduledUntil(stepMs, false)
       const settled = this.settleUntil(stepMs, true)
       // Steps of one time are one venue tick: the strategy can answer only after all of them.
       do this.engine.onPrice(this.symbol, tape[at++]!.price, stepMs)
@@ -403,29 +453,31 @@ class Run<P, S> {
     }
     this.nextStep = at
     this.nextTicker = heard
+    this.scheduledUntil(closeMs, true)
     this.atClose(candle, closeMs, this.settleUntil(closeMs, false), event, timers)
   }
 
-  /** A recorded ticker: what settled by then, the fills and updates it brought, then the price the venue showed. */
-  private ticker(timeMs: number): void {
-    const settled = this.settleUntil(timeMs, true)
-    this.view.now = timeMs
+  /** A recorded ticker: what settled by then, the fills and updates it brought, then the price the strategy was shown. */
+  private ticker(given: GivenTicker): void {
+    const settled = this.settleUntil(given.atMs, true)
+    this.view.now = given.atMs
     this.intentsThisMoment = 0
     if (this.tracked.size > 0) this.deliverOrderProgress(settled)
-    const price = this.engine.price(this.symbol)
+    const price = given.price ?? this.engine.price(this.symbol)
     const onTicker = this.strategy.onTicker
     if (price === undefined || onTicker === undefined) return
     this.lastPrices.set(this.symbol, price)
-    this.handle("onTicker", onTicker, { symbol: this.symbol, price, time: timeMs })
+    this.handle("onTicker", onTicker, { symbol: this.symbol, price, time: given.timeMs })
   }
 
   /** Steps 3 and 4: what the strategy hears at the close, and the intents it answers with. */
   private atClose(candle: Candle, closeMs: number, settled: boolean, event: CandleEvent, timers: ReadonlyArray<number>): void {
+    const { onCandle, onTicker, onTimer } = this.strategy
     this.view.now = closeMs
-    this.lastPrices.set(this.symbol, candle.close)
+    // The daemon gives candles only to a strategy that handles them; with recorded tickers, one that does not hears no close.
+    if (onCandle !== undefined || this.setup.tickers === undefined) this.lastPrices.set(this.symbol, candle.close)
     this.intentsThisMoment = 0
     if (this.tracked.size > 0) this.deliverOrderProgress(settled)
-    const { onCandle, onTicker, onTimer } = this.strategy
     if (onCandle !== undefined) this.handle("onCandle", onCandle, event)
     // A recorded run's tickers are heard when they were given, not at each close.
     if (onTicker !== undefined && this.setup.tickers === undefined) this.handle("onTicker", onTicker, { symbol: this.symbol, price: candle.close, time: closeMs })
@@ -435,6 +487,11 @@ class Run<P, S> {
   /** Runs a handler and places its intents; refusals and cancels it causes are answered before this returns. */
   private handle<E>(name: string, handler: Handler<S, E, P>, event: E): void {
     this.invoke(name, handler, event)
+    this.answer()
+  }
+
+  /** Delivers the answers (refusals, cancels) waiting for the strategy, and those its handling causes. */
+  private answer(): void {
     const onOrderUpdate = this.strategy.onOrderUpdate
     // A loop, not recursion: a strategy answering each refusal with a new order must not exhaust the stack.
     for (let next = this.answers.shift(); next !== undefined; next = this.answers.shift()) {
@@ -468,11 +525,15 @@ class Run<P, S> {
         })
       }
       if (intent.type === "cancel") {
-        const update = this.cancel(intent.tag, now)
-        if (update !== undefined) {
-          this.answers.push(update)
-          cancelled = true
+        const occurrence = this.cancelOccurrences.get(intent.tag) ?? 0
+        this.cancelOccurrences.set(intent.tag, occurrence + 1)
+        const cancelAt = this.timing?.cancelledAt(intent.tag, occurrence)
+        const order = this.tracked.get(intent.tag)
+        if (order !== undefined && cancelAt !== undefined && cancelAt > now) {
+          this.schedule({ atMs: cancelAt, what: "cancel", tag: intent.tag, clientOrderId: order.clientOrderId })
+          continue
         }
+        if (order !== undefined && this.cancel(intent.tag, order, now)) cancelled = true
         continue
       }
       const occurrence = this.occurrences.get(intent.tag) ?? 0
@@ -491,7 +552,7 @@ class Run<P, S> {
       this.counts.placed += 1
       const stop = intent.type === "stop-limit"
       if (stop) this.waitingStops += 1
-      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, stop, kind: "pending", filledBaseQty: ZERO })
+      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, stop, kind: "pending", filledBaseQty: ZERO, fills: 0, updates: new Map() })
       this.placements.set(placed.clientOrderId, { tag: intent.tag, occurrence })
       this.openOrders.set(intent.tag, openOrderOf(intent, placed.clientOrderId))
     }
@@ -500,25 +561,95 @@ class Run<P, S> {
 
   /**
    * A cancel answers at once (the venue's cancel answer carries the final kind), so
-   * the tag is free again for the intents that follow it. A cancel of an order that
-   * already filled, of a market order (matched or rejected whole at settlement), or
-   * of a tag with no live order, changes nothing: the daemon refuses those without
-   * an update of the order too.
+   * the tag is free again for the intents that follow it, unless a recorded run says
+   * the strategy heard it later (`updateHeardAt`). A cancel of an order that already
+   * filled, of a market order (matched or rejected whole at settlement), or of a tag
+   * with no live order, changes nothing: the daemon refuses those without an update
+   * of the order too. True when the order was cancelled.
    */
-  private cancel(tag: string, now: number): OrderUpdateEvent | undefined {
-    const order = this.tracked.get(tag)
-    if (order === undefined || !this.engine.cancel(UID, order.clientOrderId, now).ok) return undefined
+  private cancel(tag: string, order: Tracked, now: number): boolean {
+    if (!this.engine.cancel(UID, order.clientOrderId, now).ok) return false
     const after = this.engine.order(UID, order.clientOrderId)!
     if (order.stop && order.kind === "pending") this.waitingStops -= 1
-    this.tracked.delete(tag)
-    this.openOrders.delete(tag)
+    order.kind = "cancelled"
     this.counts.cancelled += 1
-    return {
+    const update: OrderUpdateEvent = {
       tag,
       clientOrderId: order.clientOrderId,
       kind: "cancelled",
       filledBaseQty: after.filledBaseQty,
       ...(after.avgPrice === null ? {} : { avgPrice: after.avgPrice })
+    }
+    if (this.heardLater(order, update, now)) return true
+    this.applyUpdate(update)
+    this.answers.push(update)
+    return true
+  }
+
+  /** What the strategy's view shows once it hears an update. */
+  private applyUpdate(update: OrderUpdateEvent): void {
+    if (isFinalUpdate(update.kind)) {
+      this.tracked.delete(update.tag)
+      this.openOrders.delete(update.tag)
+    } else {
+      // An update that is not final names a kind an order can rest in.
+      this.openOrders.set(update.tag, { ...this.openOrders.get(update.tag)!, kind: update.kind as OrderKind, filledBaseQty: update.filledBaseQty })
+    }
+  }
+
+  /** Counts an update of the order and schedules it when the recorded run heard it after `now`. */
+  private heardLater(order: Tracked, update: OrderUpdateEvent, now: number): boolean {
+    const index = order.updates.get(update.kind) ?? 0
+    order.updates.set(update.kind, index + 1)
+    const placement = this.placements.get(order.clientOrderId)
+    const at = placement === undefined ? undefined : this.timing?.updateHeardAt?.(placement.tag, placement.occurrence, update.kind, index)
+    if (at === undefined || at <= now) return false
+    this.schedule({ atMs: at, what: "update", update })
+    return true
+  }
+
+  private schedule(item: Scheduled): void {
+    let i = this.scheduled.length
+    while (i > 0 && this.scheduled[i - 1]!.atMs > item.atMs) i--
+    this.scheduled.splice(i, 0, item)
+  }
+
+  /**
+   * What was scheduled before `limitMs` (or also at it, `atLimit`), each at its time: what
+   * settled by then settles first, and the strategy hears the fills and updates of that
+   * moment, then the scheduled cancel, fill or update.
+   */
+  private scheduledUntil(limitMs: number, atLimit: boolean): void {
+    while (this.scheduled.length > 0) {
+      const next = this.scheduled[0]!
+      if (next.atMs > limitMs || (!atLimit && next.atMs === limitMs)) return
+      this.scheduled.shift()
+      const settled = this.settleUntil(next.atMs, true)
+      this.view.now = next.atMs
+      this.intentsThisMoment = 0
+      this.deliverOrderProgress(settled)
+      switch (next.what) {
+        case "cancel": {
+          const order = this.tracked.get(next.tag)
+          if (order === undefined || order.clientOrderId !== next.clientOrderId || !this.cancel(next.tag, order, next.atMs)) break
+          this.refreshBalances()
+          this.answer()
+          break
+        }
+        case "fill": {
+          this.refreshBalances()
+          const onFill = this.strategy.onFill
+          if (onFill !== undefined) this.handle("onFill", onFill, next.fill)
+          break
+        }
+        case "update": {
+          this.applyUpdate(next.update)
+          this.refreshBalances()
+          this.answers.push(next.update)
+          this.answer()
+          break
+        }
+      }
     }
   }
 
@@ -527,41 +658,53 @@ class Run<P, S> {
     this.answers.push({ tag, kind: "refused", code, filledBaseQty: ZERO })
   }
 
-  /** New fills, then orders whose kind or filled quantity changed. */
+  /** New fills, then orders whose kind or filled quantity changed: those the strategy hears now. */
   private deliverOrderProgress(settled: boolean): void {
     const fills = this.newFills()
     // Kinds change only at settlement, with a fill, or when a stop triggers; otherwise no order needs reading.
     if (fills.length === 0 && !settled && this.waitingStops === 0) return
+    const now = this.view.now
     const updates: Array<OrderUpdateEvent> = []
     for (const [tag, order] of this.tracked) {
       const progress = this.engine.progress(UID, order.clientOrderId)!
       // Every fill gives the order a new filled quantity, so the same object means no change.
       if (progress.kind === order.kind && (progress.filledBaseQty === order.filledBaseQty || compare(progress.filledBaseQty, order.filledBaseQty) === 0)) continue
-      const now = this.engine.order(UID, order.clientOrderId)!
+      const after = this.engine.order(UID, order.clientOrderId)!
       if (order.stop && order.kind === "pending") this.waitingStops -= 1
-      order.kind = now.kind
-      order.filledBaseQty = now.filledBaseQty
-      const kind: OrderUpdateKind = now.kind
+      order.kind = after.kind
+      order.filledBaseQty = after.filledBaseQty
+      const kind: OrderUpdateKind = after.kind
       if (kind === "rejected") this.counts.rejected += 1
-      updates.push({
+      const update: OrderUpdateEvent = {
         tag,
-        clientOrderId: now.clientOrderId,
+        clientOrderId: after.clientOrderId,
         kind,
-        ...(now.code === null ? {} : { code: now.code }),
-        filledBaseQty: now.filledBaseQty,
-        ...(now.avgPrice === null ? {} : { avgPrice: now.avgPrice })
-      })
-      if (isFinalUpdate(kind)) {
-        this.tracked.delete(tag)
-        this.openOrders.delete(tag)
-      } else {
-        this.openOrders.set(tag, { ...this.openOrders.get(tag)!, kind: now.kind, filledBaseQty: now.filledBaseQty })
+        ...(after.code === null ? {} : { code: after.code }),
+        filledBaseQty: after.filledBaseQty,
+        ...(after.avgPrice === null ? {} : { avgPrice: after.avgPrice })
       }
+      if (this.heardLater(order, update, now)) continue
+      this.applyUpdate(update)
+      updates.push(update)
     }
-    if (fills.length === 0 && updates.length === 0) return
+    let heardFills = fills
+    const fillHeardAt = this.timing?.fillHeardAt
+    if (fillHeardAt !== undefined && fills.length > 0) {
+      const heardNow: Array<RunFill> = []
+      for (const fill of fills) {
+        const order = this.tracked.get(fill.tag)
+        const index = order === undefined || order.clientOrderId !== fill.clientOrderId ? 0 : order.fills++
+        const placement = this.placements.get(fill.clientOrderId)
+        const at = placement === undefined ? undefined : fillHeardAt(placement.tag, placement.occurrence, index)
+        if (at !== undefined && at > now) this.schedule({ atMs: at, what: "fill", fill })
+        else heardNow.push(fill)
+      }
+      heardFills = heardNow
+    }
+    if (heardFills.length === 0 && updates.length === 0) return
     this.refreshBalances()
     const { onFill, onOrderUpdate } = this.strategy
-    if (onFill !== undefined) for (const fill of fills) this.handle("onFill", onFill, fill)
+    if (onFill !== undefined) for (const fill of heardFills) this.handle("onFill", onFill, fill)
     if (onOrderUpdate !== undefined) for (const update of updates) this.handle("onOrderUpdate", onOrderUpdate, update)
   }
 

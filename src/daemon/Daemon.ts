@@ -399,12 +399,25 @@ const evidenceStore = (config: Config) =>
     )
   })
 
-/** The instance as market data sees it, telling the paper evidence each candle and ticker it is given. */
-const withCandlesRecorded = (instance: RunningInstance, evidence: PaperEvidenceRecorder): RunningInstance => ({
+/** The instance telling the paper evidence each candle, ticker, order update and fill it is given. */
+const withEventsRecorded = (instance: RunningInstance, evidence: PaperEvidenceRecorder): RunningInstance => ({
   ...instance,
   deliver: (event) => {
-    if (event._tag === "Candle") evidence.candleGiven(instance.id, event.event)
-    else if (event._tag === "Ticker") evidence.tickerGiven(instance.id, event.event.time)
+    switch (event._tag) {
+      case "Candle":
+        evidence.candleGiven(instance.id, event.event)
+        break
+      case "Ticker":
+        evidence.tickerGiven(instance.id, event.event)
+        break
+      case "OrderUpdate":
+        // A refusal never reached the venue: the replay answers it at once, as the daemon does.
+        if (event.event.clientOrderId !== undefined) evidence.orderEventGiven(instance.id, { clientOrderId: event.event.clientOrderId, kind: event.event.kind })
+        break
+      case "Fill":
+        evidence.orderEventGiven(instance.id, { kind: "fill", fillId: event.event.fillId })
+        break
+    }
     return instance.deliver(event)
   }
 })
@@ -462,14 +475,15 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       // evidence needs (a final read may wait on the budget) may hold back cancel-on-stop.
       yield* Effect.addFinalizer(() => engine.stop)
       const port = tradingPort(engine)
-      const prices = new Map<string, Decimal>()
+      // The pollers' own map, read at each event: a strategy's view shows the price of the ticker it was just given.
+      let prices: () => ReadonlyMap<string, Decimal> = () => new Map()
       for (const instance of instances) {
-        const running = yield* runInstance({ ...instance, backpressure: config.engine.backpressure }, port, () => prices, Date.now)
-        byId.set(instance.id, running)
+        const running = yield* runInstance({ ...instance, backpressure: config.engine.backpressure }, port, () => prices(), Date.now)
+        byId.set(instance.id, evidence === undefined ? running : withEventsRecorded(running, evidence))
       }
       const market = yield* runMarketData(
         instances.map((instance) => ({
-          instance: evidence === undefined ? byId.get(instance.id)! : withCandlesRecorded(byId.get(instance.id)!, evidence),
+          instance: byId.get(instance.id)!,
           interval: instance.candleInterval,
           pollMs: instance.pollMs,
           extraSymbols: instance.definition.symbols?.(instance.params) ?? []
@@ -477,10 +491,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         Date.now,
         router.catchUp
       )
-      // The host's price map follows the pollers' one.
-      yield* Effect.forkScoped(
-        Effect.sync(() => { for (const [symbol, price] of market.get()) prices.set(symbol, price) }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(250))))
-      )
+      prices = market.get
       yield* Effect.forkScoped(
         heartbeat(engine, svc, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
       )

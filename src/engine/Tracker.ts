@@ -30,6 +30,7 @@ export interface ObservedStatus {
   readonly code?: string | undefined
   readonly avgPrice?: Decimal | undefined
   readonly createdAt?: number | undefined
+  readonly updatedAt?: number | undefined
 }
 
 export interface PollReport {
@@ -68,7 +69,8 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           nextPollAt: nextPoll(row, now),
           polls: row.polls + 1,
           ...(row.notFoundProbes > 0 ? { notFoundProbes: 0 } : {}),
-          ...(row.venueCreatedAt === null && status.createdAt !== undefined ? { venueCreatedAt: status.createdAt } : {})
+          ...(row.venueCreatedAt === null && status.createdAt !== undefined ? { venueCreatedAt: status.createdAt } : {}),
+          ...(status.kind === "cancelled" && row.venueCancelledAt === null && status.updatedAt !== undefined ? { venueCancelledAt: status.updatedAt } : {})
         }
         if (!KNOWN_KINDS.has(status.kind)) {
           const key = `${row.orderId}:${status.kind}`

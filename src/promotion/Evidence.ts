@@ -15,6 +15,8 @@
 import type BetterSqlite3 from "better-sqlite3"
 import { Clock, Duration, Effect, Either, Schedule, type Scope } from "effect"
 import { Decimal, ZERO } from "../domain/Decimal.js"
+import { isTerminal, type OrderState } from "../domain/OrderState.js"
+import type { GivenTicker } from "../backtest/Backtest.js"
 import { computeMetrics, type Metrics } from "../backtest/Metrics.js"
 import { finalizerWork } from "../engine/Engine.js"
 import { Market } from "../engine/Market.js"
@@ -29,6 +31,7 @@ import {
   interruptRunningPaperRuns,
   type PaperCandleRow,
   type PaperFillRow,
+  type PaperHeardRow,
   type PaperIntentRow,
   type PaperSetup,
   type PaperStepRow,
@@ -58,11 +61,16 @@ export interface PaperEvidenceOptions {
   readonly store: BetterSqlite3.Database
 }
 
+/** An update of one of the instance's orders (its kind), or a fill (kind "fill", named by its id). */
+export type OrderEventGiven = { readonly clientOrderId: string; readonly kind: string } | { readonly kind: "fill"; readonly fillId: string }
+
 export interface PaperEvidenceRecorder {
   /** Tells the recorder a candle was given to an instance (warm-up or live), when it was. */
   readonly candleGiven: (instanceId: string, candle: CandleEvent) => void
-  /** Tells the recorder an instance was given a ticker of this (venue) time. */
-  readonly tickerGiven: (instanceId: string, timeMs: number) => void
+  /** Tells the recorder an instance was given a ticker (its venue time and price), now. */
+  readonly tickerGiven: (instanceId: string, ticker: { readonly time: number; readonly price: Decimal }) => void
+  /** Tells the recorder an instance was given an update of one of its orders, or a fill (`kind` "fill"), now. */
+  readonly orderEventGiven: (instanceId: string, event: OrderEventGiven) => void
 }
 
 /** A checkpoint every few seconds: far more often than the minute of market time the evidence promises. */
@@ -115,12 +123,15 @@ interface Recording {
   /** The venue process `lastStepSeq` counts in. */
   stepEpoch: number | undefined
   stepsRecorded: number
+  /** Intents seen per kind and tag: the next one's occurrence. */
   readonly occurrences: Map<string, number>
-  /** Intents whose order has not reached the venue yet (or not said when it did). */
-  readonly waiting: Map<string, Omit<PaperIntentRow, "clientOrderId" | "reachedVenueAt">>
+  /** Intents whose order has not reached the venue yet, or not been cancelled or ended yet (or not said when). */
+  readonly waiting: Map<string, Omit<PaperIntentRow, "clientOrderId" | "reachedVenueAt"> & { readonly seq: number }>
   /** Candles given since the last checkpoint. */
   pendingCandles: Array<PaperCandleRow>
-  pendingTickers: Array<number>
+  pendingTickers: Array<GivenTicker>
+  pendingHeard: Array<PaperHeardRow>
+  heardRecorded: number
   /** Open time of the newest candle recorded for a strategy that is given none (its replay still walks candles). */
   lastCandleOpen: number
   /** Live candles and fills of the whole run, for the summary. */
@@ -181,7 +192,12 @@ export const recordPaperRuns = (
         "SELECT count(*) AS n FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id WHERE o.strategy_id = ? AND f.rowid > ?"
       ),
       intentsSince: daemon.prepare(
-        "SELECT intent_id, seq, tag, created_at FROM intents WHERE strategy_id = ? AND seq > ? AND type <> 'cancel' ORDER BY seq"
+        "SELECT intent_id, seq, tag, type, created_at FROM intents WHERE strategy_id = ? AND seq > ? ORDER BY seq"
+      ),
+      // The order a cancel was sent for: the newest of its tag placed before it.
+      cancelledOrderOf: daemon.prepare<[string, string, number], { client_order_id: string | null; venue_cancelled_at: number | null; terminal_at: number | null; state: string }>(
+        `SELECT o.client_order_id, o.venue_cancelled_at, o.terminal_at, o.state FROM orders o JOIN intents i ON i.intent_id = o.intent_id
+         WHERE o.strategy_id = ? AND o.tag = ? AND i.seq < ? ORDER BY i.seq DESC LIMIT 1`
       ),
       orderOf: daemon.prepare<[string], { client_order_id: string | null; venue_created_at: number | null; accepted_at: number | null; terminal_at: number | null; state: string }>(
         "SELECT client_order_id, venue_created_at, accepted_at, terminal_at, state FROM orders WHERE intent_id = ?"
@@ -270,6 +286,8 @@ export const recordPaperRuns = (
         waiting: new Map(),
         pendingCandles: [],
         pendingTickers: [],
+        pendingHeard: [],
+        heardRecorded: 0,
         lastCandleOpen: startedAt - 2 * intervalMs,
         liveCandles: [],
         fills: []
@@ -277,8 +295,15 @@ export const recordPaperRuns = (
       yield* logEvent("paper.started", { strategy: subject.id, runId, allocation: setup.allocation, resumed: setup.startState !== null })
     }
 
-    const tickerGiven = (instanceId: string, timeMs: number): void => {
-      recordings.get(instanceId)?.pendingTickers.push(timeMs)
+    const tickerGiven = (instanceId: string, ticker: { readonly time: number; readonly price: Decimal }): void => {
+      recordings.get(instanceId)?.pendingTickers.push({ atMs: Date.now(), timeMs: ticker.time, price: ticker.price })
+    }
+
+    const orderEventGiven = (instanceId: string, event: OrderEventGiven): void => {
+      const r = recordings.get(instanceId)
+      if (r === undefined) return
+      const [clientOrderId, fillId] = "fillId" in event ? [null, event.fillId] : [event.clientOrderId, null]
+      r.pendingHeard.push({ seq: ++r.heardRecorded, timeMs: Date.now(), clientOrderId, kind: event.kind, fillId })
     }
 
     const candleGiven = (instanceId: string, candle: CandleEvent): void => {
@@ -327,13 +352,24 @@ export const recordPaperRuns = (
 
     const newIntents = (r: Recording): Array<PaperIntentRow> => {
       const rows: Array<PaperIntentRow> = []
-      for (const row of q.intentsSince.all(r.subject.id, r.lastIntentSeq) as Array<{ intent_id: string; seq: number; tag: string; created_at: number }>) {
+      for (const row of q.intentsSince.all(r.subject.id, r.lastIntentSeq) as Array<{ intent_id: string; seq: number; tag: string; type: string; created_at: number }>) {
         r.lastIntentSeq = row.seq
-        const occurrence = r.occurrences.get(row.tag) ?? 0
-        r.occurrences.set(row.tag, occurrence + 1)
-        r.waiting.set(row.intent_id, { intentId: row.intent_id, tag: row.tag, occurrence, decidedAt: row.created_at })
+        const kind = row.type === "cancel" ? "cancel" : "place"
+        const counted = `${kind} ${row.tag}`
+        const occurrence = r.occurrences.get(counted) ?? 0
+        r.occurrences.set(counted, occurrence + 1)
+        r.waiting.set(row.intent_id, { intentId: row.intent_id, kind, tag: row.tag, occurrence, decidedAt: row.created_at, seq: row.seq })
       }
-      for (const [intentId, intent] of r.waiting) {
+      for (const [intentId, { seq, ...intent }] of r.waiting) {
+        if (intent.kind === "cancel") {
+          const order = q.cancelledOrderOf.get(r.subject.id, intent.tag, seq)
+          // Known once the order ended; a cancel that found it already filled or rejected took no effect.
+          if (order !== undefined && !isTerminal(order.state as OrderState)) continue
+          r.waiting.delete(intentId)
+          const cancelledAt = order?.state === "cancelled" ? (order.venue_cancelled_at ?? order.terminal_at) : null
+          rows.push({ ...intent, clientOrderId: order?.client_order_id ?? null, reachedVenueAt: cancelledAt })
+          continue
+        }
         const order = q.orderOf.get(intentId)
         // The venue's own creation time is the truth; the acceptance answer is the fallback once the order is done.
         const settled = order === undefined || order.venue_created_at !== null || order.terminal_at !== null || order.state === "refused"
@@ -395,8 +431,10 @@ export const recordPaperRuns = (
         r.pendingCandles = []
         const tickers = r.pendingTickers
         r.pendingTickers = []
+        const heard = r.pendingHeard
+        r.pendingHeard = []
         const now = yield* Clock.currentTimeMillis
-        yield* Effect.try(() => writer.checkpoint({ runId: r.runId, candles, tickers, steps, intents, fills, metrics: summarise(r), nowMs: now })).pipe(
+        yield* Effect.try(() => writer.checkpoint({ runId: r.runId, candles, tickers, steps, intents, fills, heard, metrics: summarise(r), nowMs: now })).pipe(
           Effect.catchAll((error) => logEvent("paper.not-recorded", { strategy: r.subject.id, reason: `the checkpoint could not be written: ${String(error.error)}` }))
         )
       })
@@ -424,5 +462,5 @@ export const recordPaperRuns = (
     for (const r of recordings.values()) {
       yield* Effect.forkScoped(Effect.repeat(checkpoint(r), Schedule.spaced(CHECKPOINT_EVERY)))
     }
-    return { candleGiven, tickerGiven }
+    return { candleGiven, tickerGiven, orderEventGiven }
   })

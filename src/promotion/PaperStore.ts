@@ -7,6 +7,7 @@
 import type BetterSqlite3 from "better-sqlite3"
 import { Decimal } from "../domain/Decimal.js"
 import { type Metrics, metricsFromJson, metricsToJson } from "../backtest/Metrics.js"
+import type { GivenTicker } from "../backtest/Backtest.js"
 import type { LedgerFill } from "../store/FillLedger.js"
 import type { Liquidity, Side } from "../svc/Dialect.js"
 import type { CandleEvent } from "../strategy/Strategy.js"
@@ -65,11 +66,27 @@ export interface PaperStepRow {
 
 export interface PaperIntentRow {
   readonly intentId: string
+  /** A placement, or a cancel of the tag's order. */
+  readonly kind: "place" | "cancel"
   readonly tag: string
+  /** How many intents of this kind and tag came before it in the run. */
   readonly occurrence: number
   readonly decidedAt: number
+  /** The order placed, or the order the cancel was sent for. */
   readonly clientOrderId: string | null
+  /** When the venue created the order, or cancelled it; null when it never did. */
   readonly reachedVenueAt: number | null
+}
+
+/** An order update or fill the strategy was given, and when (the daemon's clock). */
+export interface PaperHeardRow {
+  readonly seq: number
+  readonly timeMs: number
+  /** The updated order; null for a fill, which `fillId` names. */
+  readonly clientOrderId: string | null
+  /** The update's kind, or "fill". */
+  readonly kind: string
+  readonly fillId: string | null
 }
 
 /** A fill of the instance as the ledger holds it, tied to the run's intent that placed its order. */
@@ -83,10 +100,11 @@ export interface PaperFillRow extends Omit<LedgerFill, "symbol" | "side" | "liqu
 export interface Checkpoint {
   readonly runId: number
   readonly candles: ReadonlyArray<PaperCandleRow>
-  readonly tickers: ReadonlyArray<number>
+  readonly tickers: ReadonlyArray<GivenTicker>
   readonly steps: ReadonlyArray<PaperStepRow>
   readonly intents: ReadonlyArray<PaperIntentRow>
   readonly fills: ReadonlyArray<PaperFillRow>
+  readonly heard: ReadonlyArray<PaperHeardRow>
   readonly metrics: Metrics
   readonly nowMs: number
 }
@@ -98,11 +116,13 @@ export interface PaperRunEvidence {
   readonly metrics: Metrics
   readonly setup: PaperSetup
   readonly candles: ReadonlyArray<PaperCandleRow>
-  /** When the strategy was given a ticker, oldest first. */
-  readonly tickers: ReadonlyArray<number>
+  /** The tickers the strategy was given, in the order it was given them. */
+  readonly tickers: ReadonlyArray<GivenTicker>
   readonly steps: ReadonlyArray<PaperStepRow>
   readonly intents: ReadonlyArray<PaperIntentRow>
   readonly fills: ReadonlyArray<PaperFillRow>
+  /** Oldest first. */
+  readonly heard: ReadonlyArray<PaperHeardRow>
 }
 
 /** Runs still `running` belong to a daemon that did not stop cleanly: they keep what they recorded. */
@@ -141,16 +161,17 @@ export const paperWriter = (db: BetterSqlite3.Database) => {
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
   )
   const step = db.prepare("INSERT OR IGNORE INTO paper_steps (run_id, seq, time, price) VALUES (?, ?, ?, ?)")
-  const ticker = db.prepare("INSERT OR IGNORE INTO paper_tickers (run_id, time) VALUES (?, ?)")
+  const ticker = db.prepare("INSERT OR IGNORE INTO paper_tickers (run_id, time, given_at, price) VALUES (?, ?, ?, ?)")
   const intent = db.prepare(
-    `INSERT INTO paper_intents (run_id, intent_id, tag, occurrence, decided_at, client_order_id, reached_venue_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO paper_intents (run_id, intent_id, kind, tag, occurrence, decided_at, client_order_id, reached_venue_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (run_id, intent_id) DO UPDATE SET client_order_id = excluded.client_order_id, reached_venue_at = excluded.reached_venue_at`
   )
   const fill = db.prepare(
     `INSERT OR IGNORE INTO paper_fills (run_id, fill_id, intent_id, client_order_id, side, liquidity, price, base_qty, quote_qty, fee, fee_asset, time)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
   )
+  const heard = db.prepare("INSERT OR IGNORE INTO paper_heard (run_id, seq, time, client_order_id, kind, fill_id) VALUES (?, ?, ?, ?, ?, ?)")
   const summary = db.prepare(
     "UPDATE runs SET data_from_ms = ?, data_to_ms = ?, candles = ?, metrics = ?, recorded_at = ? WHERE run_id = ?"
   )
@@ -159,12 +180,13 @@ export const paperWriter = (db: BetterSqlite3.Database) => {
     for (const k of c.candles) {
       candle.run(c.runId, k.openTime, k.open.toFixed(), k.high.toFixed(), k.low.toFixed(), k.close.toFixed(), k.volume.toFixed(), k.warmup ? 1 : 0, k.seenAt, k.fillsKnown)
     }
-    for (const t of c.tickers) ticker.run(c.runId, t)
+    for (const t of c.tickers) ticker.run(c.runId, t.timeMs, t.atMs, t.price?.toFixed() ?? null)
     for (const s of c.steps) step.run(c.runId, s.seq, s.timeMs, s.price.toFixed())
-    for (const i of c.intents) intent.run(c.runId, i.intentId, i.tag, i.occurrence, i.decidedAt, i.clientOrderId, i.reachedVenueAt)
+    for (const i of c.intents) intent.run(c.runId, i.intentId, i.kind, i.tag, i.occurrence, i.decidedAt, i.clientOrderId, i.reachedVenueAt)
     for (const f of c.fills) {
       fill.run(c.runId, f.fillId, f.intentId, f.clientOrderId, f.side, f.liquidity, f.price.toFixed(), f.baseQty.toFixed(), f.quoteQty.toFixed(), f.fee.toFixed(), f.feeAsset, f.time)
     }
+    for (const h of c.heard) heard.run(c.runId, h.seq, h.timeMs, h.clientOrderId, h.kind, h.fillId)
     summary.run(c.metrics.fromMs, c.metrics.toMs, c.metrics.candles, JSON.stringify(metricsToJson(c.metrics)), c.nowMs, c.runId)
   })
   return {
@@ -211,13 +233,21 @@ export const loadPaperRun = (db: BetterSqlite3.Database, runId: number): PaperRu
     seenAt: r.seen_at,
     fillsKnown: r.fills_known
   }))
-  const tickers = (db.prepare("SELECT time FROM paper_tickers WHERE run_id = ? ORDER BY time").all(runId) as Array<{ time: number }>).map((r) => r.time)
+  // A run recorded before tickers kept when and at what price they were given was given each at its time.
+  const tickers = (
+    db.prepare("SELECT time, given_at, price FROM paper_tickers WHERE run_id = ? ORDER BY COALESCE(given_at, time), time").all(runId) as Array<{
+      time: number
+      given_at: number | null
+      price: string | null
+    }>
+  ).map((r) => ({ atMs: r.given_at ?? r.time, timeMs: r.time, price: r.price === null ? undefined : new Decimal(r.price) }))
   const steps = (db.prepare("SELECT seq, time, price FROM paper_steps WHERE run_id = ? ORDER BY seq").all(runId) as Array<{ seq: number; time: number; price: string }>).map(
     (r) => ({ seq: r.seq, timeMs: r.time, price: new Decimal(r.price) })
   )
   const intents = (
     db.prepare("SELECT * FROM paper_intents WHERE run_id = ? ORDER BY decided_at, intent_id").all(runId) as Array<{
       intent_id: string
+      kind: "place" | "cancel"
       tag: string
       occurrence: number
       decided_at: number
@@ -226,6 +256,7 @@ export const loadPaperRun = (db: BetterSqlite3.Database, runId: number): PaperRu
     }>
   ).map((r) => ({
     intentId: r.intent_id,
+    kind: r.kind,
     tag: r.tag,
     occurrence: r.occurrence,
     decidedAt: r.decided_at,
@@ -259,6 +290,15 @@ export const loadPaperRun = (db: BetterSqlite3.Database, runId: number): PaperRu
     feeAsset: r.fee_asset,
     time: r.time
   }))
+  const heard = (
+    db.prepare("SELECT seq, time, client_order_id, kind, fill_id FROM paper_heard WHERE run_id = ? ORDER BY seq").all(runId) as Array<{
+      seq: number
+      time: number
+      client_order_id: string | null
+      kind: string
+      fill_id: string | null
+    }>
+  ).map((r) => ({ seq: r.seq, timeMs: r.time, clientOrderId: r.client_order_id, kind: r.kind, fillId: r.fill_id }))
   return {
     runId: run.run_id,
     status: run.status,
@@ -269,6 +309,7 @@ export const loadPaperRun = (db: BetterSqlite3.Database, runId: number): PaperRu
     tickers,
     steps,
     intents,
-    fills
+    fills,
+    heard
   }
 }

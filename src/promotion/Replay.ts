@@ -8,10 +8,13 @@
  * The comparison covers the run up to the close of the last candle its strategy was given;
  * fills of orders placed before the run (a resumed instance) move its book but are not compared.
  *
- * Each replayed order reaches the venue when the paper order did, if that was within
- * `latencyToleranceMs` of the strategy's decision; an order that took longer (or never
- * got there) is replayed as arriving at the end of that tolerance, so latency or faults
- * that changed a fill show as a mismatch. Tracking error compares the two PnL curves
+ * Each replayed order reaches the venue when the paper order did, and each replayed cancel
+ * takes effect when the venue cancelled the paper order, if that was within
+ * `latencyToleranceMs` of the strategy's decision; one that took longer (or never got
+ * there) is replayed as arriving at the end of that tolerance, so latency or faults
+ * that changed a fill show as a mismatch. The replay's strategy hears each fill and order
+ * update when the paper strategy was given it (the daemon hears them by polling, a moment
+ * after the venue made them), so it decides on what the paper strategy knew then. Tracking error compares the two PnL curves
  * of the instance's own book, in percent of what its allocation was worth at the start.
  */
 import { Either } from "effect"
@@ -21,7 +24,7 @@ import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type I
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
 import type { Candle, PairSpec } from "../venue/Matching.js"
 import { allocationValue, type BookPair, pnlCurve, trackingErrorPct } from "./Book.js"
-import type { PaperRunEvidence } from "./PaperStore.js"
+import type { PaperIntentRow, PaperRunEvidence } from "./PaperStore.js"
 
 export interface RunParity {
   readonly runId: number
@@ -69,7 +72,32 @@ export const replayPaperRun = <P, S>(
     depthNotional: new Decimal(setup.pair.depthNotional),
     status: "trading"
   }
-  const byIntent = new Map(run.intents.map((intent) => [intentKey(intent.tag, intent.occurrence), intent]))
+  const placements = new Map<string, PaperIntentRow>()
+  const cancels = new Map<string, PaperIntentRow>()
+  for (const intent of run.intents) (intent.kind === "cancel" ? cancels : placements).set(intentKey(intent.tag, intent.occurrence), intent)
+  const arrival = (paper: PaperIntentRow | undefined): number | undefined => {
+    if (paper === undefined) return undefined
+    const reached = paper.reachedVenueAt
+    return reached !== null && reached - paper.decidedAt <= latencyToleranceMs ? reached : paper.decidedAt + latencyToleranceMs
+  }
+  // When the paper strategy heard each update (by order and kind, in order) and each fill (by order, in order).
+  const heardById = new Map<string, number>()
+  const updatesHeard = new Map<string, Array<number>>()
+  const fillsHeard = new Map<string, Array<number>>()
+  const listIn = (lists: Map<string, Array<number>>, key: string): Array<number> => {
+    let list = lists.get(key)
+    if (list === undefined) lists.set(key, (list = []))
+    return list
+  }
+  for (const h of run.heard) {
+    if (h.fillId !== null) heardById.set(h.fillId, h.timeMs)
+    else if (h.clientOrderId !== null) listIn(updatesHeard, `${h.clientOrderId} ${h.kind}`).push(h.timeMs)
+  }
+  for (const fill of run.fills) {
+    const at = heardById.get(fill.fillId)
+    if (fill.clientOrderId !== null && at !== undefined) listIn(fillsHeard, fill.clientOrderId).push(at)
+  }
+  const orderOf = (tag: string, occurrence: number): string | undefined => placements.get(intentKey(tag, occurrence))?.clientOrderId ?? undefined
   const replayed = runBacktest({
     strategy,
     params,
@@ -83,18 +111,22 @@ export const replayPaperRun = <P, S>(
     tape: run.steps,
     tickers: run.tickers,
     timing: {
-      placedAt: (tag, occurrence) => {
-        const paper = byIntent.get(intentKey(tag, occurrence))
-        if (paper === undefined) return undefined
-        const reached = paper.reachedVenueAt
-        return reached !== null && reached - paper.decidedAt <= latencyToleranceMs ? reached : paper.decidedAt + latencyToleranceMs
+      placedAt: (tag, occurrence) => arrival(placements.get(intentKey(tag, occurrence))),
+      cancelledAt: (tag, occurrence) => arrival(cancels.get(intentKey(tag, occurrence))),
+      fillHeardAt: (tag, occurrence, index) => {
+        const order = orderOf(tag, occurrence)
+        return order === undefined ? undefined : fillsHeard.get(order)?.[index]
+      },
+      updateHeardAt: (tag, occurrence, kind, index) => {
+        const order = orderOf(tag, occurrence)
+        return order === undefined ? undefined : updatesHeard.get(`${order} ${kind}`)?.[index]
       }
     },
     ...(setup.schedule === null ? {} : { schedule: setup.schedule }),
     ...(initialState === undefined ? {} : { initialState })
   })
   return Either.map(replayed, (result) => {
-    const intentOf = new Map(run.intents.map((intent) => [intent.intentId, intentKey(intent.tag, intent.occurrence)]))
+    const intentOf = new Map([...placements.values()].map((intent) => [intent.intentId, intentKey(intent.tag, intent.occurrence)]))
     // The replay ends at the last candle the strategy was given; what the run did after it is not compared.
     const lastCloseMs = live[live.length - 1]!.openTime + setup.intervalMs
     const paper: Array<IntentFill> = []

@@ -37,6 +37,8 @@ export interface OrderRow extends OrderTerms {
   readonly acceptedAt: number | null
   /** The venue's own createdAt for the order, when its status answer carries one. */
   readonly venueCreatedAt: number | null
+  /** The venue's own time of the cancel, when its status answer for the cancelled order carries one. */
+  readonly venueCancelledAt: number | null
   readonly terminalAt: number | null
   readonly nextPollAt: number | null
   readonly polls: number
@@ -77,6 +79,7 @@ export interface OrderPatch {
   readonly lostAt?: number
   readonly acceptedAt?: number
   readonly venueCreatedAt?: number
+  readonly venueCancelledAt?: number
   readonly nextPollAt?: number | null
   readonly polls?: number
   readonly cancelRequested?: boolean
@@ -110,6 +113,7 @@ interface RawOrder {
   lost_at: number | null
   accepted_at: number | null
   venue_created_at: number | null
+  venue_cancelled_at: number | null
   terminal_at: number | null
   next_poll_at: number | null
   polls: number
@@ -149,6 +153,7 @@ const toRow = (raw: RawOrder): OrderRow => ({
   lostAt: raw.lost_at,
   acceptedAt: raw.accepted_at,
   venueCreatedAt: raw.venue_created_at,
+  venueCancelledAt: raw.venue_cancelled_at,
   terminalAt: raw.terminal_at,
   nextPollAt: raw.next_poll_at,
   polls: raw.polls,
@@ -248,6 +253,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       if (patch.lostAt !== undefined) set("lost_at", patch.lostAt)
       if (patch.acceptedAt !== undefined) set("accepted_at", patch.acceptedAt)
       if (patch.venueCreatedAt !== undefined) set("venue_created_at", patch.venueCreatedAt)
+      if (patch.venueCancelledAt !== undefined) set("venue_cancelled_at", patch.venueCancelledAt)
       if (patch.polls !== undefined) set("polls", patch.polls)
       if (patch.cancelRequested !== undefined) set("cancel_requested", patch.cancelRequested ? 1 : 0)
       if (patch.notFoundProbes !== undefined) set("not_found_probes", patch.notFoundProbes)

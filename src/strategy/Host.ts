@@ -126,15 +126,26 @@ export const runInstance = (
     const held: Array<OrderUpdateEvent> = []
     let flushAt: number | undefined
 
-    const viewOf = (account: AccountView): StrategyView => ({
-      params: spec.params,
-      symbol: spec.symbol,
-      now: now(),
-      balances: account.balances,
-      openOrders: account.openOrders,
-      lastPrices: lastPrices(),
-      pairs: account.pairs
-    })
+    /**
+     * The instance's own pair at the price it was last given (a ticker, or a candle's close), as
+     * a backtest shows it: never a price polled after the event being handled, which a replay of
+     * the run could not know. Other pairs as last polled.
+     */
+    let givenPrice: Decimal | undefined
+    const prices = new Map<string, Decimal>()
+    const viewOf = (account: AccountView): StrategyView => {
+      for (const [symbol, price] of lastPrices()) prices.set(symbol, price)
+      if (givenPrice !== undefined) prices.set(spec.symbol, givenPrice)
+      return {
+        params: spec.params,
+        symbol: spec.symbol,
+        now: now(),
+        balances: account.balances,
+        openOrders: account.openOrders,
+        lastPrices: prices,
+        pairs: account.pairs
+      }
+    }
 
     const stored = yield* store.load(spec.id)
     // A start resumes the instance: a pause holds until `svcbot resume` or a restart.
@@ -263,6 +274,8 @@ export const runInstance = (
       Effect.gen(function* () {
         if ((yield* Ref.get(paused)) !== undefined) return
         if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) return
+        if (event._tag === "Ticker" && event.event.symbol === spec.symbol) givenPrice = event.event.price
+        else if (event._tag === "Candle" && event.event.symbol === spec.symbol) givenPrice = event.event.close
         const pauseFor = yield* observe(event)
         const view = viewOf(yield* port.accountView(spec.id))
         let outcome: HandlerResult<unknown> | undefined

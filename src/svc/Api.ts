@@ -124,7 +124,9 @@ export const OrderStatus = Schema.Struct({
   filledBaseQty: Amount,
   avgPrice: OptionalAmount,
   /** svc-venue (and many exchanges) say when they created the order; the spec does not promise it. */
-  createdAt: Schema.optionalWith(JsonInteger, { exact: true })
+  createdAt: Schema.optionalWith(JsonInteger, { exact: true }),
+  /** svc-venue also says when the order last changed: for a cancelled order, when the cancel took effect. */
+  updatedAt: Schema.optionalWith(JsonInteger, { exact: true })
 })
 export type OrderStatus = typeof OrderStatus.Type
 

@@ -5,7 +5,9 @@
  * replays each recorded run over the venue's own price steps: the clean run's fills
  * all match and the promotion is granted; the late run's orders reached the venue
  * past `paper.latencyToleranceMs`, their fills differ from the replay, and the
- * promotion is refused naming `paper.maxFillMismatches`.
+ * promotion is refused naming `paper.maxFillMismatches`. A third daemon runs the
+ * market-maker cleanly: quotes that rest, get cancelled and are replaced (the replay
+ * applies each cancel when the venue did), and its clean run passes the same gate.
  *
  * The strategy trades on one-minute candles in real time, so this test waits for two
  * candles to close after the start (about two minutes); both daemons run side by side.
@@ -23,7 +25,24 @@ afterAll(killAll)
 const plugin = join(ROOT, "test/e2e/fixtures/buys-every-candle.ts")
 // Gates loose enough that only parity can refuse: the run is minutes, not days.
 const promotion = { paper: { minDays: 0, maxTrackingErrorPct: 100, maxFillMismatches: 0, latencyToleranceMs: 1000 } }
-const instance = { id: "buyer", strategy: plugin, symbol: "BTCUSDT", candleInterval: "1m", pollMs: 250, params: {}, allocation: { USDT: "1000" }, promotion }
+const buyer = { id: "buyer", strategy: plugin, symbol: "BTCUSDT", candleInterval: "1m", pollMs: 250, params: {}, allocation: { USDT: "1000" }, promotion }
+// Quotes a few basis points away, so that the synthetic tape fills some and moves others away within minutes.
+// It places and cancels a few orders a second: under svc-venue's default order budget (per 10 s) the client
+// holds some back for seconds, and past the default `maxIntentsPerMinute` the daemon refuses placements the
+// backtest would make; both are mismatches, as they should be, so both limits are raised here.
+const maker = {
+  id: "maker",
+  strategy: "market-maker",
+  symbol: "BTCUSDT",
+  candleInterval: "1m",
+  pollMs: 250,
+  params: { halfSpreadBps: 4, orderQty: "0.001", maxInventory: "0.01", requoteBps: 2 },
+  allocation: { USDT: "1000", BTC: "0.02" },
+  maxIntentsPerMinute: 10_000,
+  promotion
+}
+type Instance = typeof buyer | (typeof maker & { readonly maxIntentsPerMinute: number })
+const sourceOf = (instance: Instance): string => (instance.strategy.endsWith(".ts") ? instance.strategy : join(ROOT, "strategies", `${instance.strategy}.ts`))
 
 interface Trial {
   readonly venue: TestVenue
@@ -33,19 +52,22 @@ interface Trial {
 }
 
 /** A paper promotion of the instance's exact code and params, made before the run so the run counts toward live. */
-const promotedToPaper = (dbPath: string): void => {
+const promotedToPaper = (dbPath: string, name: string, instance: Instance): void => {
   const db = openDatabase({ path: dbPath })
   try {
-    recordPromotion(db, { ...identityOf("buys-every-candle", plugin, {}), stage: "paper", sourcePath: plugin, evidence: { runIds: [], checks: [] }, promotedAtMs: Date.now() - 1 })
+    const sourcePath = sourceOf(instance)
+    recordPromotion(db, { ...identityOf(name, sourcePath, instance.params), stage: "paper", sourcePath, evidence: { runIds: [], checks: [] }, promotedAtMs: Date.now() - 1 })
   } finally {
     db.close()
   }
 }
 
-const start = async (name: string, latencyMs: number): Promise<Trial> => {
-  const venue = await startVenue({ tape: { kind: "synthetic", seed: 21 }, tickMs: 100, limits: { weightPerMinute: 1_000_000 } })
+const start = async (name: string, latencyMs: number, strategyName = "buys-every-candle", instance: Instance = buyer): Promise<Trial> => {
+  // Budgets far above what the strategies use: an order the client holds back for the next 10 s window reaches
+  // the venue seconds late, which the replay rightly counts against the run (see the market maker's note below).
+  const venue = await startVenue({ tape: { kind: "synthetic", seed: 21 }, tickMs: 100, limits: { weightPerMinute: 1_000_000, ordersPer10s: 100_000, ordersPerDay: 10_000_000 } })
   const { configPath, dbPath } = paperConfig(name, venue.url, { engine: { cancelOnStop: true, fillSyncIntervalMs: 1000 }, strategies: [instance] })
-  promotedToPaper(dbPath)
+  promotedToPaper(dbPath, strategyName, instance)
   if (latencyMs > 0) await venue.admin("POST", "/_venue/faults", { latencyMs })
   const run = svcbot(["run", "--config", configPath], { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret })
   return { venue, configPath, dbPath, run }
@@ -68,8 +90,9 @@ describe("paper parity on fills", () => {
   it("a clean paper run matches its replay fill for fill and is promoted; a run whose orders were late is refused on paper.maxFillMismatches", async () => {
     const clean = await start("parity-clean", 0)
     const late = await start("parity-late", 2500)
+    const making = await start("parity-maker", 0, "market-maker", maker)
     try {
-      await Promise.all([compared(clean), compared(late)])
+      await Promise.all([compared(clean), compared(late), compared(making)])
 
       const granted = svcbot(["promote", "buyer", "--to", "live", "--config", clean.configPath, "--db", clean.dbPath])
       const grantedCode = await granted.exit
@@ -89,8 +112,21 @@ describe("paper parity on fills", () => {
       expect(refusal).toMatch(/buy-\d+#0 fill 0: expected buy .* taker fee .*, got buy .* taker fee/)
       const live = query<{ n: number }>(late.dbPath, "SELECT count(*) AS n FROM promotions WHERE stage = 'live'")[0]!.n
       expect(live, "a refused promotion writes no record").toBe(0)
+
+      const cancels = query<{ n: number; timed: number }>(
+        making.dbPath,
+        "SELECT count(*) AS n, count(reached_venue_at) AS timed FROM paper_intents WHERE kind = 'cancel'"
+      )[0]!
+      const maker = svcbot(["promote", "maker", "--to", "live", "--config", making.configPath, "--db", making.dbPath])
+      const makerCode = await maker.exit
+      const makerText = maker.lines.join("\n")
+      console.log(`market-maker run (${cancels.n} cancels recorded, ${cancels.timed} with the venue's time):\n${makerText}\n${maker.stderr.join("")}`)
+      expect(makerCode, maker.stderr.join("")).toBe(0)
+      expect(makerText).toMatch(/paper\.maxFillMismatches: required <= 0, evidence 0/)
+      expect(Number(/: 0 of (\d+) paper fills differ/.exec(makerText)?.[1]), "the market-maker's compared fills").toBeGreaterThanOrEqual(1)
+      expect(cancels.timed, "cancels the venue applied, with its time").toBeGreaterThanOrEqual(1)
     } finally {
-      await Promise.all([clean.venue.close(), late.venue.close()])
+      await Promise.all([clean.venue.close(), late.venue.close(), making.venue.close()])
     }
   }, 420_000)
 })

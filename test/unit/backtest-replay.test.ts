@@ -1,12 +1,13 @@
 /**
  * Replaying a recorded paper run: the venue's price steps decide the fills instead
  * of the candle paths, a recorded placement time delays an order's settlement as
- * it was delayed at the venue, a strategy hears a step's fills at the step's time,
- * and fills are compared intent by intent.
+ * it was delayed at the venue, a recorded cancel time keeps the order live until
+ * then, a strategy hears a step's fills at the step's time, and fills are compared
+ * intent by intent.
  */
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { type BacktestResult, type BacktestSetup, type ReplayTiming, runBacktest, type TapeStep, TAG_IN_USE } from "../../src/backtest/Backtest.js"
+import { type BacktestResult, type BacktestSetup, type GivenTicker, type ReplayTiming, runBacktest, type TapeStep, TAG_IN_USE } from "../../src/backtest/Backtest.js"
 import { compareFillsByIntent, describeIntentMismatches, fillsByIntent, type IntentFill } from "../../src/backtest/Parity.js"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
@@ -96,7 +97,11 @@ const run = (s: BacktestSetup<unknown, Heard>): { readonly out: BacktestResult; 
 const fillsOf = (out: BacktestResult): ReadonlyArray<string> =>
   out.fills.map((f) => `${f.tag} ${f.side} ${f.baseQty.toFixed()} @ ${f.price.toFixed()} ${f.liquidity} fee ${f.fee.toFixed()} t=${at(f.time)}`)
 
-const timingOf = (times: Record<string, number>): ReplayTiming => ({ placedAt: (tag, occurrence) => times[`${tag}#${occurrence}`] })
+/** Placement times by `tag#occurrence`, cancel times by `cancel tag#occurrence`. */
+const timingOf = (times: Record<string, number>): ReplayTiming => ({
+  placedAt: (tag, occurrence) => times[`${tag}#${occurrence}`],
+  cancelledAt: (tag, occurrence) => times[`cancel ${tag}#${occurrence}`]
+})
 
 const bid = (tag: string, price: string, qty = "2"): Intent => ({ type: "limit", tag, symbol: "BTCUSDT", side: "buy", baseQty: d(qty), limitPrice: d(price) })
 const marketBuy = (tag: string): Intent => ({ type: "market", tag, symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("1000"), maxSlippageBps: 50 })
@@ -216,7 +221,8 @@ describe("placements", () => {
       placedAt: (tag, occurrence) => {
         asked.push(`${tag}#${occurrence}`)
         return undefined
-      }
+      },
+      cancelledAt: () => undefined
     }
     const tape = [...steps(3, [30, "98"])]
     const { out, heard } = run(setup(strategy, flat(5), { tape, timing }))
@@ -314,17 +320,106 @@ describe("a recorded run's tickers", () => {
     }
   })
 
-  it("are heard at their times with the tape's price then, and no ticker is made up at the close", () => {
+  const givenAt = (...seconds: ReadonlyArray<number>): Array<GivenTicker> => seconds.map((s) => ({ atMs: T0 + s * SEC, timeMs: T0 + s * SEC, price: undefined }))
+
+  it("without recorded prices, are heard at their times with the tape's price then, and no ticker is made up at the close", () => {
     const tape = steps(0, [30, "100"], [40, "98.5"], [50, "101"])
-    const { out, heard } = run(setup(dipBuyer, flat(2), { tape, tickers: [T0 + 35 * SEC, T0 + 45 * SEC, T0 + 55 * SEC, T0 + 70 * SEC] }))
+    const { out, heard } = run(setup(dipBuyer, flat(2), { tape, tickers: givenAt(35, 45, 55, 70) }))
     expect(heard).toEqual(["35s ticker 100 t=35s", "45s ticker 98.5 t=45s", "55s ticker 101 t=55s", "70s ticker 101 t=70s"])
     // Placed at 45 s, settled at 45.05 s against 98.5: the first ask is one tick above (1 bp of 98.5 is
     // less than the 0.01 tick): 100 / 98.51 = 1.01512…, stepped down to 1.015; taker fee 0.2 % in BTC.
     expect(fillsOf(out)).toEqual(["dip buy 1.015 @ 98.51 taker fee 0.00203 t=45.05s"])
   })
 
+  it("are heard when they were given, with the price and time they showed", () => {
+    const tape = steps(0, [30, "100"], [40, "98.5"], [50, "101"])
+    // Given 0.3 s after the venue's time of it, showing the price of the step before.
+    const tickers: Array<GivenTicker> = [
+      { atMs: T0 + 40.3 * SEC, timeMs: T0 + 40 * SEC, price: d("100") },
+      { atMs: T0 + 50.3 * SEC, timeMs: T0 + 50 * SEC, price: d("98.5") }
+    ]
+    const { out, heard } = run(setup(dipBuyer, flat(2), { tape, tickers }))
+    expect(heard).toEqual(["40.3s ticker 100 t=40s", "50.3s ticker 98.5 t=50s"])
+    // It bought on the 98.5 it was shown, at 50.3 s, when the book was at 101 already: 100 / 101.02 stepped down to 0.989.
+    expect(fillsOf(out)).toEqual(["dip buy 0.989 @ 101.02 taker fee 0.001978 t=50.35s"])
+  })
+
   it("without recorded tickers the strategy hears one at each close, as a plain backtest gives it", () => {
     const { heard } = run(setup(dipBuyer, flat(2), { tape: steps(0, [30, "98"]) }))
     expect(heard).toEqual(["60s ticker 100 t=60s", "120s ticker 100 t=120s"])
+  })
+})
+
+describe("a recorded cancel takes effect when the venue applied it", () => {
+  const cancel = (tag: string): Intent => ({ type: "cancel", tag })
+  // The bid rests from 60 s; the strategy cancels it at the close of candle 1 (120 s); the price dips through it at 122 s.
+  const candles = flat(4)
+  const tape = [...steps(1, [10, "100"]), ...steps(2, [2, "98.9"], [30, "100"])]
+
+  it("without a recorded time the cancel is applied at the decision, before the dip", () => {
+    const { out, heard } = run(setup(scripted({ 0: [bid("bid", "99")], 1: [cancel("bid")] }), candles, { tape }))
+    expect(out.fills).toEqual([])
+    expect(heard).toContain("120s update bid cancelled")
+  })
+
+  it("an order the venue cancelled after the dip fills in the dip, as it did there, and the late cancel changes nothing", () => {
+    const timing = timingOf({ "cancel bid#0": T0 + 125 * SEC })
+    const { out, heard } = run(setup(scripted({ 0: [bid("bid", "99")], 1: [cancel("bid")] }), candles, { tape, timing }))
+    expect(fillsOf(out)).toEqual(["bid buy 2 @ 99 maker fee 0.002 t=122s"])
+    expect(heard.filter((line) => line.includes("bid"))).toEqual(["70s update bid resting", "122s fill bid buy 2 @ 99 maker t=122s", "122s update bid fill"])
+    expect(out.orders.cancelled).toBe(0)
+  })
+
+  it("an order the venue cancelled before the dip stays live until then: its tag is still in use, and the strategy hears the cancel at that time", () => {
+    const timing = timingOf({ "cancel bid#0": T0 + 121 * SEC })
+    const { out, heard } = run(setup(scripted({ 0: [bid("bid", "99")], 1: [cancel("bid"), bid("bid", "98")] }), candles, { tape, timing }))
+    expect(out.fills).toEqual([])
+    expect(heard.filter((line) => line.includes("bid"))).toEqual(["70s update bid resting", `120s update bid refused ${TAG_IN_USE}`, "121s update bid cancelled"])
+    expect(out.orders.cancelled).toBe(1)
+  })
+
+  it("counts cancels per tag apart from placements, and a cancel at the time of a step comes after it", () => {
+    const asked: Array<string> = []
+    const timing: ReplayTiming = {
+      placedAt: () => undefined,
+      cancelledAt: (tag, occurrence) => {
+        asked.push(`${tag}#${occurrence}`)
+        return T0 + 122 * SEC
+      }
+    }
+    const { out } = run(setup(scripted({ 0: [bid("bid", "99")], 1: [cancel("bid"), cancel("bid")] }), candles, { tape, timing }))
+    expect(asked).toEqual(["bid#0", "bid#1"])
+    // The step at 122 s came first: the bid filled and the cancels found nothing to cancel.
+    expect(fillsOf(out)).toEqual(["bid buy 2 @ 99 maker fee 0.002 t=122s"])
+  })
+})
+
+describe("a recorded run's strategy hears fills and updates when it was given them", () => {
+  const candles = flat(4)
+  // The bid rests from 60 s and the price dips through it at 122 s.
+  const tape = [...steps(1, [10, "100"]), ...steps(2, [2, "98.9"], [30, "100"])]
+  const timing: ReplayTiming = {
+    placedAt: () => undefined,
+    cancelledAt: () => undefined,
+    fillHeardAt: (tag, occurrence, index) => (tag === "bid" && occurrence === 0 && index === 0 ? T0 + 122.4 * SEC : undefined),
+    updateHeardAt: (tag, occurrence, kind, index) =>
+      tag !== "bid" || occurrence !== 0 || index !== 0 ? undefined : kind === "resting" ? T0 + 71 * SEC : kind === "fill" ? T0 + 122.6 * SEC : undefined
+  }
+
+  it("hears a fill and the final update at the recorded times, after the venue made them; the order's tag stays in use until then", () => {
+    const { out, heard } = run(setup(scripted({ 0: [bid("bid", "99")] }, (tag) => (tag === "bid" ? [bid("bid", "98")] : [])), candles, { tape, timing }))
+    expect(fillsOf(out)).toEqual(["bid buy 2 @ 99 maker fee 0.002 t=122s"])
+    // Answering the fill at 122.4 s, before it heard the bid's final update, the strategy finds the tag still in use.
+    expect(heard.filter((line) => line.includes("bid"))).toEqual([
+      "71s update bid resting",
+      "122.4s fill bid buy 2 @ 99 maker t=122s",
+      `122.4s update bid refused ${TAG_IN_USE}`,
+      "122.6s update bid fill"
+    ])
+  })
+
+  it("without recorded times it hears them the moment the venue made them, and the tag is free by then", () => {
+    const { heard } = run(setup(scripted({ 0: [bid("bid", "99")] }, (tag) => (tag === "bid" ? [bid("bid", "98")] : [])), candles, { tape }))
+    expect(heard.filter((line) => line.includes("bid")).slice(0, 3)).toEqual(["70s update bid resting", "122s fill bid buy 2 @ 99 maker t=122s", "122s update bid fill"])
   })
 })

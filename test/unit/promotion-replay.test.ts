@@ -110,6 +110,7 @@ const tape = stepsAt([30, "100"], [60.5, "101"], [63, "102"], [90, "103.5"], [15
 
 const intent = (intentId: string, tag: string, decidedAt: number, reachedVenueAt: number | null): PaperIntentRow => ({
   intentId,
+  kind: "place",
   tag,
   occurrence: 0,
   decidedAt,
@@ -162,6 +163,7 @@ const evidence = (parts: Partial<PaperRunEvidence>): PaperRunEvidence => ({
   setup: setupOf(),
   candles: candlesOf([0, 2, 2]),
   tickers: [],
+  heard: [],
   steps: tape,
   intents: [],
   fills: [],

@@ -104,7 +104,7 @@ const paperRun = (days: number, outcome: { mismatches?: number; trackingErrorPct
     emptyMetrics: metrics({ trades: 0, maxDrawdownPct: 0, sharpe: null, days: 0 })
   })
   const writer = paperWriter(db)
-  writer.checkpoint({ runId, candles: [], tickers: [], steps: [], intents: [], fills: [], metrics: metrics({ trades: 5, maxDrawdownPct: 1, sharpe: 1, days }), nowMs: startedAt })
+  writer.checkpoint({ runId, candles: [], tickers: [], steps: [], intents: [], fills: [], heard: [], metrics: metrics({ trades: 5, maxDrawdownPct: 1, sharpe: 1, days }), nowMs: startedAt })
   writer.end(runId, startedAt)
   replays.set(runId, { fillMismatches: outcome.mismatches ?? 0, trackingErrorPct: "trackingErrorPct" in outcome ? outcome.trackingErrorPct : d("0.5") })
   return runId
