@@ -49,6 +49,10 @@ const benches = readdirSync(here)
   .filter((file) => file.endsWith(".bench.ts"))
   .filter((file) => wanted.length === 0 || wanted.some((name) => file.startsWith(name)))
   .sort()
+if (benches.length === 0) {
+  process.stderr.write(`no bench matches ${wanted.join(", ")}; the benches are ${readdirSync(here).filter((f) => f.endsWith(".bench.ts")).join(", ")}\n`)
+  process.exit(2)
+}
 
 const goalText = (goal: unknown): string | null => {
   if (typeof goal === "number") return `>= ${goal}`

@@ -11,8 +11,9 @@
  * A daemon process runs `runDaemon` (what `svcbot run` runs) in paper mode against
  * that venue, with config/default.json's strategies, quoting faster (polls every
  * 250 ms, two more market makers) and a venue whose budgets do not hold it back,
- * so its own order flow is as large as it can make it. Polls, timers and the order
- * flow of the daemon run on the wall clock.
+ * so its own order flow is as large as it can make it. Polls, timers, candles and the
+ * order flow of the daemon run on the wall clock: what grows per candle or per timer
+ * in the daemon grows here by a few minutes' worth, not a week's.
  *
  * Both processes are sampled every simulated half day after a full garbage
  * collection: RSS and used heap. The figures are end against middle (half way), for

@@ -8,7 +8,7 @@
 import { Clock, Effect } from "effect"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger, type LedgerFill, type PageProgress } from "../store/FillLedger.js"
-import { OrderJournal } from "../store/OrderJournal.js"
+import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
@@ -31,20 +31,26 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
     // One pass at a time: the trigger, the timer and reconciliation may all ask at once.
     const lock = yield* Effect.makeSemaphore(1)
 
+    /**
+     * Tells the bus about new fills, and has their orders polled now rather than at their
+     * slow interval (a fill means the order's kind moved). A page holds many fills of few
+     * orders: each order is looked up once, and their polls are moved in one transaction.
+     */
     const announce = (fresh: ReadonlyArray<LedgerFill>) =>
-      Effect.forEach(
-        fresh,
-        (fill) =>
-          Effect.gen(function* () {
-            const order = fill.clientOrderId === null ? undefined : yield* journal.byClientOrderId(fill.clientOrderId)
-            if (order !== undefined && order.nextPollAt !== null) {
-              // A fill means the order's kind moved: poll it now rather than at its slow interval.
-              yield* journal.update(order.orderId, { nextPollAt: 0 }, yield* Clock.currentTimeMillis)
-            }
-            yield* bus.publishFill({ strategyId: order?.strategyId ?? null, tag: order?.tag ?? null, fill })
-          }),
-        { discard: true }
-      )
+      Effect.gen(function* () {
+        if (fresh.length === 0) return
+        const orders = new Map<string, OrderRow | undefined>()
+        for (const fill of fresh) {
+          if (fill.clientOrderId !== null && !orders.has(fill.clientOrderId)) orders.set(fill.clientOrderId, yield* journal.byClientOrderId(fill.clientOrderId))
+        }
+        const pollNow: Array<readonly [number, OrderPatch]> = []
+        for (const order of orders.values()) if (order !== undefined && order.nextPollAt !== null) pollNow.push([order.orderId, { nextPollAt: 0 }])
+        yield* journal.updateMany(pollNow, yield* Clock.currentTimeMillis)
+        for (const fill of fresh) {
+          const order = fill.clientOrderId === null ? undefined : orders.get(fill.clientOrderId)
+          yield* bus.publishFill({ strategyId: order?.strategyId ?? null, tag: order?.tag ?? null, fill })
+        }
+      })
 
     /** Reads pages from `before` until the high-water mark; stores each with its progress. */
     const pass = (before: string | undefined, budget: number) =>

@@ -132,60 +132,61 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
       }
     }
 
+    /** One page and the progress it implies: one transaction, whatever the number of fills. */
+    const storePage = sqlite.transaction((fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): ReadonlyArray<LedgerFill> => {
+      const fresh: Array<LedgerFill> = []
+      for (const f of fills) {
+        const result = q.insert.run(
+          f.fillId,
+          f.clientOrderId,
+          f.symbol,
+          f.side,
+          f.liquidity,
+          f.price.toFixed(),
+          f.baseQty.toFixed(),
+          f.quoteQty.toFixed(),
+          f.fee.toFixed(),
+          f.feeAsset,
+          f.time,
+          f.raw,
+          now
+        )
+        if (result.changes > 0) fresh.push(f)
+      }
+      const state = readState()
+      const top = progress.top ?? (state.passTopFillId === null ? undefined : { fillId: state.passTopFillId, time: state.passTopTime ?? 0 })
+      if (progress._tag === "Continue") {
+        q.upsertState.run({
+          stream: STREAM,
+          hwId: state.highWaterFillId,
+          hwTime: state.highWaterTime,
+          cursor: progress.cursor,
+          done: state.backfillDone ? 1 : 0,
+          topId: top?.fillId ?? null,
+          topTime: top?.time ?? null,
+          now
+        })
+      } else {
+        q.upsertState.run({
+          stream: STREAM,
+          hwId: top?.fillId ?? state.highWaterFillId,
+          hwTime: top?.time ?? state.highWaterTime,
+          cursor: null,
+          done: 1,
+          topId: null,
+          topTime: null,
+          now
+        })
+      }
+      return fresh
+    })
+
     return {
       syncState: Effect.sync(readState),
 
       /** Stores one page and the progress it implies in one transaction; returns the fills that were new. */
       storePage: (fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): Effect.Effect<ReadonlyArray<LedgerFill>> =>
-        Effect.sync(() =>
-          sqlite.transaction(() => {
-            const fresh: Array<LedgerFill> = []
-            for (const f of fills) {
-              const result = q.insert.run(
-                f.fillId,
-                f.clientOrderId,
-                f.symbol,
-                f.side,
-                f.liquidity,
-                f.price.toFixed(),
-                f.baseQty.toFixed(),
-                f.quoteQty.toFixed(),
-                f.fee.toFixed(),
-                f.feeAsset,
-                f.time,
-                f.raw,
-                now
-              )
-              if (result.changes > 0) fresh.push(f)
-            }
-            const state = readState()
-            const top = progress.top ?? (state.passTopFillId === null ? undefined : { fillId: state.passTopFillId, time: state.passTopTime ?? 0 })
-            if (progress._tag === "Continue") {
-              q.upsertState.run({
-                stream: STREAM,
-                hwId: state.highWaterFillId,
-                hwTime: state.highWaterTime,
-                cursor: progress.cursor,
-                done: state.backfillDone ? 1 : 0,
-                topId: top?.fillId ?? null,
-                topTime: top?.time ?? null,
-                now
-              })
-            } else {
-              q.upsertState.run({
-                stream: STREAM,
-                hwId: top?.fillId ?? state.highWaterFillId,
-                hwTime: top?.time ?? state.highWaterTime,
-                cursor: null,
-                done: 1,
-                topId: null,
-                topTime: null,
-                now
-              })
-            }
-            return fresh
-          })()
-        ),
+        Effect.sync(() => storePage(fills, progress, now)),
 
       all: Effect.sync(() => (q.all.all() as Array<FillTableRow>).map(toFill)),
       forOrder: (clientOrderId: string) => Effect.sync(() => (q.byOrder.all(clientOrderId) as Array<FillTableRow>).map(toFill)),

@@ -8,7 +8,7 @@
 import { Either, ParseResult, Schema } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { DecimalFromJsonNumber, DecimalFromString } from "../domain/DecimalSchema.js"
-import { isLosslessNumber, LosslessNumber, stringify } from "../domain/Json.js"
+import { isLosslessNumber, LosslessNumber } from "../domain/Json.js"
 import { Liquidity, OrderType, Side } from "./Dialect.js"
 import { DecodeError } from "./Errors.js"
 
@@ -79,6 +79,7 @@ export const OpenOrder = Schema.Struct({
 })
 export type OpenOrder = typeof OpenOrder.Type
 
+/** A fill row, as FillsDecoder.ts reads it field by field (this Schema is the reference its tests hold it to). */
 export const FillRow = Schema.Struct({
   fillId: Schema.String,
   clientOrderId: Schema.NullOr(Schema.String),
@@ -97,6 +98,7 @@ export const FillRow = Schema.Struct({
 /** A fill, with `raw`: the row as exact JSON text (numbers digit for digit), for the ledger. */
 export type Fill = typeof FillRow.Type & { readonly raw: string }
 
+/** `{"fills": [...], "nextCursor": ...}`: each row is then read as a FillRow. */
 export const FillsAnswer = Schema.Struct({
   fills: Schema.Array(Schema.Unknown),
   nextCursor: Schema.NullOr(Schema.String)
@@ -208,24 +210,4 @@ export const decodeErrorOf = (endpoint: string, error: ParseResult.ParseError): 
 export const decoderFor = <A, I>(schema: Schema.Schema<A, I>, endpoint: string) => {
   const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })
   return (json: unknown): Either.Either<A, DecodeError> => Either.mapLeft(decode(json), (error) => decodeErrorOf(endpoint, error))
-}
-
-const decodeFillRow = Schema.decodeUnknownEither(FillRow, { onExcessProperty: "preserve" })
-
-/** Decodes a fills answer, keeping each row's exact JSON text as `raw`. */
-export const decodeFillsPage = (endpoint: string) => {
-  const decodeAnswer = decoderFor(FillsAnswer, endpoint)
-  return (json: unknown): Either.Either<FillsPage, DecodeError> =>
-    Either.flatMap(decodeAnswer(json), (answer) => {
-      const fills: Array<Fill> = []
-      for (const [index, row] of answer.fills.entries()) {
-        const decoded = decodeFillRow(row)
-        if (Either.isLeft(decoded)) {
-          const error = decodeErrorOf(endpoint, decoded.left)
-          return Either.left(new DecodeError({ endpoint, field: `fills[${index}]${error.field === "" ? "" : `.${error.field}`}`, detail: error.detail }))
-        }
-        fills.push({ ...decoded.right, raw: stringify(row) })
-      }
-      return Either.right({ fills, nextCursor: answer.nextCursor })
-    })
 }

@@ -4,8 +4,12 @@
  *
  * Request pipeline: the body is serialized once (Decimal amounts as JSON number
  * literals), those exact bytes are signed and sent. Answers are parsed losslessly
- * and decoded by the Schemas of Api.ts. Failed answers become the tagged errors of
- * Errors.ts by `code`, else by HTTP status.
+ * and decoded by the Schemas of Api.ts (fills by FillsDecoder.ts). Failed answers
+ * become the tagged errors of Errors.ts by `code`, else by HTTP status.
+ *
+ * The wire is an undici connection pool used directly: Effect's HttpClient costs
+ * more per request than the exchange itself. Effect keeps what is around it: the
+ * pool's lifetime (a scoped Dispatcher), the budget, retries, deadlines and errors.
  *
  * Retry policy:
  * - API_KEY_TIMESTAMP_INVALID: learn the clock offset from `server_time_ms`, retry
@@ -16,9 +20,9 @@
  *   reset, 5xx, unreadable 202): it fails with PlacementOutcomeUnknown for
  *   reconciliation. Only a connection that never opened is a plain NetworkError.
  */
-import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Effect, Either, Exit, Layer, Option, Random, Redacted, Schema, Scope, Stream } from "effect"
+import type { Dispatcher } from "@effect/platform-node/Undici"
+import { Effect, Either, Layer, Option, Random, Redacted, Schema, type Scope, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { parse, stringify } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
@@ -28,7 +32,6 @@ import {
   type Candle,
   CandlesAnswer,
   CancelAnswer,
-  decodeFillsPage,
   decoderFor,
   type Depth,
   Depth as DepthSchema,
@@ -56,6 +59,7 @@ import {
   type PlacementRequest,
   type SvcError
 } from "./Errors.js"
+import { decodeFillsPage, parseFillsAnswer } from "./FillsDecoder.js"
 import { VENUE_IMPLEMENTATION_HEADER, VENUE_STEPS_PATH } from "./VenueIdentity.js"
 import { Scope as KeyScope } from "./ErrorCodes.js"
 import { ServerClock } from "./ServerClock.js"
@@ -138,6 +142,8 @@ interface Call<A> {
   /** The order type of a placement, for PlacementOutcomeUnknown. */
   readonly orderType?: PlacementRequest["type"]
   readonly priority: Priority
+  /** Reads the answer's JSON text (default `Json.parse`). */
+  readonly parse?: (text: string) => unknown
   /** Reads a successful answer; `sentAtMs` is the server-clock time the answered attempt was sent. */
   readonly decode: (json: unknown, sentAtMs: number, header: (name: string) => string | undefined) => Either.Either<A, DecodeError>
   /** A failure the caller asked for (a probe's answer): returned without a `request.failed` line. */
@@ -178,7 +184,6 @@ const placementRequestOf = (type: PlacementRequest["type"], body: Readonly<Recor
 
 /** What one call puts on the wire, prepared once and sent by every attempt. */
 interface Wire {
-  readonly url: string
   /** Path and query exactly as on the request line: what is signed. */
   readonly target: string
   /** The body bytes hashed into the signature and sent. */
@@ -188,10 +193,8 @@ interface Wire {
 
 const LOST: Outcome = { _tag: "Lost" }
 
-const headerOf =
-  (headers: Readonly<Record<string, string | undefined>>) =>
-  (name: string): string | undefined =>
-    headers[name.toLowerCase()]
+/** Public reads carry no key headers (and, being GETs, no body). */
+const UNSIGNED_HEADERS: Readonly<Record<string, string>> = {}
 
 const unknownPlacement = (call: Call<unknown>, reason: PlacementOutcomeUnknown["reason"], detail: string, sentAtMs: number) =>
   new PlacementOutcomeUnknown({
@@ -202,14 +205,96 @@ const unknownPlacement = (call: Call<unknown>, reason: PlacementOutcomeUnknown["
     detail
   })
 
-const readAnswer = (response: HttpClientResponse.HttpClientResponse) =>
-  Effect.map(response.text, (text) => ({ status: response.status, headers: response.headers, text }))
+type IncomingHttpHeaders = Dispatcher.ResponseData["headers"]
+
+/** An HTTP answer as read off the wire. */
+interface Answer {
+  readonly status: number
+  readonly headers: IncomingHttpHeaders
+  readonly text: string
+}
+
+/** Why a request got no answer: `answered` when the status line came but the body did not. */
+interface Unanswered {
+  readonly answered: boolean
+  readonly cause: unknown
+}
+
+/** The body as text, as undici's `body.text()` reads it: UTF-8, a byte order mark skipped. */
+const utf8Text = (chunks: ReadonlyArray<Buffer>): string => {
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+  const start = bytes.length > 2 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0
+  return bytes.toString("utf8", start)
+}
+
+/**
+ * One request on an undici pool, as a dispatch handler. Dispatching directly skips
+ * the response stream, promise chain and AbortSignal of `request()`, which cost as
+ * much as the rest of a request; an answer (a small JSON document) is collected in
+ * memory and handed over once. `abort` works before the request reached a socket
+ * too: undici hands over the request's controller only then, so the abort is
+ * passed on when it does.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined
+  private aborted: Error | undefined
+  private done: ((outcome: Effect.Effect<Answer, Unanswered>) => void) | undefined
+  private status = 0
+  private headers: IncomingHttpHeaders = {}
+  private readonly chunks: Array<Buffer> = []
+
+  send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, done: (outcome: Effect.Effect<Answer, Unanswered>) => void): void {
+    this.done = done
+    dispatcher.dispatch(options, this)
+  }
+
+  abort(): void {
+    if (this.aborted !== undefined) return
+    this.aborted = new Error("request aborted")
+    this.controller?.abort(this.aborted)
+    this.finish(Effect.fail({ answered: this.status !== 0, cause: this.aborted }))
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.aborted !== undefined) controller.abort(this.aborted)
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.status = statusCode
+    this.headers = headers
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk)
+  }
+
+  onResponseEnd(): void {
+    this.finish(Effect.succeed({ status: this.status, headers: this.headers, text: utf8Text(this.chunks) }))
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.finish(Effect.fail({ answered: this.status !== 0, cause: error }))
+  }
+
+  private finish(outcome: Effect.Effect<Answer, Unanswered>): void {
+    const done = this.done
+    this.done = undefined
+    done?.(outcome)
+  }
+}
+
+const headerOf =
+  (headers: IncomingHttpHeaders) =>
+  (name: string): string | undefined => {
+    const value = headers[name.toLowerCase()]
+    return Array.isArray(value) ? value.join(", ") : value
+  }
 
 /** A request on the wire, watched for its deadline (milliseconds of the monotonic clock). */
 interface Watched {
   readonly deadlineMs: number
-  /** Closing it aborts the request. */
-  readonly scope: Scope.CloseableScope
+  readonly exchange: Exchange
   /** Set by the watchdog when the deadline came first and it aborted the request. */
   timedOut: boolean
   /** Set when the request ended, one way or another: the watchdog leaves it alone. */
@@ -221,10 +306,10 @@ interface Watched {
  * timeout race per request forks two fibers and arms a timer for each, the largest
  * single cost of a request. All requests of a client share one timeout, so their
  * deadlines come in the order they started and the earliest pending one is at the
- * head of the queue. At a deadline the watchdog closes the request's scope, which
- * aborts it; the request then fails and reads `timedOut` to know why.
+ * head of the queue. At a deadline the watchdog aborts the request, which then
+ * fails and reads `timedOut` to know why.
  */
-const deadlineWatchdog: Effect.Effect<{ readonly watch: (scope: Scope.CloseableScope, deadlineMs: number) => Watched }, never, Scope.Scope> =
+const deadlineWatchdog: Effect.Effect<{ readonly watch: (exchange: Exchange, deadlineMs: number) => Watched }, never, Scope.Scope> =
   Effect.gen(function* () {
     const queue: Array<Watched> = []
     const dropEnded = () => {
@@ -241,7 +326,7 @@ const deadlineWatchdog: Effect.Effect<{ readonly watch: (scope: Scope.CloseableS
             queue.shift()
             overdue.timedOut = true
             overdue.ended = true
-            yield* Scope.close(overdue.scope, Exit.void)
+            overdue.exchange.abort()
             dropEnded()
           }
           const next = queue[0]
@@ -251,9 +336,9 @@ const deadlineWatchdog: Effect.Effect<{ readonly watch: (scope: Scope.CloseableS
       )
     )
     return {
-      watch: (scope: Scope.CloseableScope, deadlineMs: number): Watched => {
+      watch: (exchange: Exchange, deadlineMs: number): Watched => {
         dropEnded()
-        const watched: Watched = { deadlineMs, scope, timedOut: false, ended: false }
+        const watched: Watched = { deadlineMs, exchange, timedOut: false, ended: false }
         queue.push(watched)
         wake.unsafeOpen()
         return watched
@@ -271,9 +356,7 @@ const localTimes: Effect.Effect<{ readonly wallMs: number; readonly monotonicMs:
 export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
   scoped: (options: SvcClientOptions) =>
     Effect.gen(function* () {
-      // Each request runs in a scope of its own: closing it aborts the request, which is
-      // how the watchdog times it out and how a caller that gives up cancels it.
-      const http = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerDisabledWhen(() => true), HttpClient.withScope)
+      const dispatcher = yield* NodeHttpClient.Dispatcher
       const budget = yield* Budget
       const clock = yield* ServerClock
       const watchdog = yield* deadlineWatchdog
@@ -283,6 +366,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const { dialect, requestTimeoutMs } = options
       const retry: RetryOptions = { ...defaultRetryOptions, ...options.retry }
       const baseUrl = options.baseUrl.replace(/\/+$/, "")
+      const origin = new URL(baseUrl).origin
 
       /** One request on the wire: admitted by the budget, signed with a fresh timestamp, sent, booked. */
       const attempt = (call: Call<unknown>, wire: Wire): Effect.Effect<Attempt, SvcError> =>
@@ -292,26 +376,32 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           const sentAtMs = yield* clock.timestamp(call.method)
           const sentAt = yield* localTimes
           const sentAtLocalMs = sentAt.wallMs
-          let request = signed
-            ? HttpClientRequest.make(call.method)(wire.url, {
-                headers: signRequest(apiKey, apiSecret, { method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body })
-                  .headers
-              })
-            : HttpClientRequest.make(call.method)(wire.url)
-          if (wire.body !== undefined) request = HttpClientRequest.bodyUint8Array(request, wire.body, "application/json")
-          const scope = yield* Scope.make()
-          const watched = watchdog.watch(scope, sentAt.monotonicMs + requestTimeoutMs)
-          const sent = yield* http.execute(request).pipe(
-            Effect.flatMap(readAnswer),
-            Effect.provideService(Scope.Scope, scope),
+          const headers = signed
+            ? signRequest(apiKey, apiSecret, { method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body }).headers
+            : UNSIGNED_HEADERS
+          const exchange = new Exchange()
+          const watched = watchdog.watch(exchange, sentAt.monotonicMs + requestTimeoutMs)
+          const options: Dispatcher.DispatchOptions = {
+            origin,
+            method: call.method,
+            path: wire.target,
+            headers,
+            body: wire.body ?? null,
+            // The deadline is the watchdog's alone.
+            headersTimeout: 0,
+            bodyTimeout: 0
+          }
+          const sent = yield* Effect.async<Answer, Unanswered>((resume) => {
+            exchange.send(dispatcher, options, resume)
+            return Effect.sync(() => exchange.abort())
+          }).pipe(
             Effect.either,
-            // A caller that gives up aborts the request, and must not leave it counted in flight forever.
+            // A caller that gives up aborts the request (the exchange's canceller), and must not leave it counted in flight forever.
             Effect.onInterrupt(() => {
               watched.ended = true
-              return Effect.zipRight(Scope.close(scope, Exit.void), ticket === undefined ? Effect.void : budget.settle(ticket, LOST))
+              return ticket === undefined ? Effect.void : budget.settle(ticket, LOST)
             })
           )
-          // An answered request has nothing left to abort: its scope is left to the garbage collector.
           watched.ended = true
           if (Either.isLeft(sent)) {
             if (ticket !== undefined) yield* budget.settle(ticket, LOST)
@@ -321,17 +411,17 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
             return {
               _tag: "Lost",
               reason: "connection",
-              neverSent: failure._tag === "RequestError" && code !== undefined && NEVER_CONNECTED.has(code),
-              detail: code ?? failure.message,
+              neverSent: !failure.answered && code !== undefined && NEVER_CONNECTED.has(code),
+              detail: code ?? (failure.cause instanceof Error ? failure.cause.message : String(failure.cause)),
               sentAtMs
             } as const
           }
           const receivedAtLocalMs = (yield* localTimes).wallMs
-          const { status, text, headers } = sent.right
-          const header = headerOf(headers)
+          const { status, text } = sent.right
+          const header = headerOf(sent.right.headers)
           let json: unknown
           try {
-            json = text === "" ? undefined : parse(text)
+            json = text === "" ? undefined : (call.parse ?? parse)(text)
           } catch {
             json = undefined
           }
@@ -353,7 +443,6 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         Effect.gen(function* () {
           const url = new URL(baseUrl + call.path + queryString(call.query))
           const wire: Wire = {
-            url: url.href,
             target: url.pathname + url.search,
             // Serialized once: these exact bytes are hashed into every signature and sent.
             body: call.body === undefined ? undefined : Buffer.from(stringify(call.body), "utf8"),
@@ -420,8 +509,8 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       /** Only placements can end in PlacementOutcomeUnknown. */
       const notPlacement = <A>(effect: Effect.Effect<A, SvcError | PlacementOutcomeUnknown>) => effect as Effect.Effect<A, SvcError>
 
-      const read = <A>(path: string, priority: Priority, decode: Call<A>["decode"], query?: Call<A>["query"]): Effect.Effect<A, SvcError> =>
-        notPlacement(run({ method: "GET", path, kind: "read", priority, decode, ...(query === undefined ? {} : { query }) }))
+      const read = <A>(path: string, priority: Priority, decode: Call<A>["decode"], query?: Call<A>["query"], parseAnswer?: Call<A>["parse"]): Effect.Effect<A, SvcError> =>
+        notPlacement(run({ method: "GET", path, kind: "read", priority, decode, ...(query === undefined ? {} : { query }), ...(parseAnswer === undefined ? {} : { parse: parseAnswer }) }))
 
       const publicRead = <A>(path: string, decode: Call<A>["decode"], query: NonNullable<Call<A>["query"]>): Effect.Effect<A, SvcError> =>
         notPlacement(run({ method: "GET", path, kind: "public", priority: "marketData", decode, query }))
@@ -463,11 +552,17 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const decodeDepth = decoderFor(DepthSchema, paths.depth)
 
       const fillsPage = (query: FillsQuery = {}): Effect.Effect<FillsPage, SvcError> =>
-        read(paths.fills, "fills", decodeFills, [
-          ["symbol", query.symbol],
-          ["limit", query.limit],
-          ["before", query.before]
-        ])
+        read(
+          paths.fills,
+          "fills",
+          decodeFills,
+          [
+            ["symbol", query.symbol],
+            ["limit", query.limit],
+            ["before", query.before]
+          ],
+          parseFillsAnswer
+        )
 
       return {
         /**
@@ -578,13 +673,15 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
 }) {
   /**
    * The client with its own budget governor and server clock, over a keep-alive
-   * undici connection pool. One per API key.
+   * undici connection pool that closes with the layer. One per API key. TLS trust
+   * is Node's (its CA store, NODE_EXTRA_CA_CERTS); `SvcClient.Default` takes any
+   * undici Dispatcher instead, e.g. an Agent with its own `connect` TLS options.
    */
   static layerWith(options: SvcClientOptions) {
     return SvcClient.Default(options).pipe(
       Layer.provideMerge(Budget.Default(options.budget ?? {})),
       Layer.provideMerge(ServerClock.Default),
-      Layer.provide(NodeHttpClient.layerUndici)
+      Layer.provide(NodeHttpClient.dispatcherLayer)
     )
   }
 }

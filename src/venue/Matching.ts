@@ -17,12 +17,16 @@
  *   a limit order.
  * - Fees: the received asset pays the maker or taker rate (a buy pays in base, a sell
  *   in quote).
+ * - With a retention, an ended order and a fill are forgotten once they are older
+ *   than `terminalMs`, or once the account has `terminalCount` newer ones; reads then
+ *   answer as for an id never given out. Without one everything is kept.
  */
 import { compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, ZERO } from "../domain/Decimal.js"
 import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
+import { Fifo } from "./Fifo.js"
 
 export type PairStatus = "trading" | "halted"
 
@@ -40,6 +44,14 @@ export interface Fees {
   readonly taker: Decimal
 }
 
+/** How much history the engine keeps: ended orders (filled, rejected, cancelled) and fills. */
+export interface Retention {
+  /** Forgotten this long after the order ended, or the fill happened. */
+  readonly terminalMs: number
+  /** Per account, at most this many ended orders and this many fills; the oldest are forgotten first. */
+  readonly terminalCount: number
+}
+
 export interface EngineOptions {
   readonly pairs: ReadonlyArray<PairSpec>
   readonly fees: Fees
@@ -52,6 +64,8 @@ export interface EngineOptions {
    * out an id twice, so a venue process that starts empty must not repeat the last one's ids.
    */
   readonly idPrefix?: string
+  /** What history to keep; everything when absent (a backtest reads each of its orders back). */
+  readonly retention?: Retention
 }
 
 export type PlaceRequest =
@@ -125,6 +139,8 @@ export interface Candle {
 }
 
 interface Order extends OrderTerms {
+  /** Placement sequence: the order of orders in the listings. */
+  readonly seq: number
   readonly clientOrderId: string
   readonly uid: number
   readonly pair: PairSpec
@@ -152,8 +168,12 @@ interface Wallet {
 
 interface Account {
   readonly wallets: Map<string, Wallet>
-  readonly orders: Array<Order>
-  readonly fills: Array<Fill>
+  /** Orders not ended yet, per symbol, each in placement order: what open orders are read from. */
+  readonly open: Map<string, Map<string, Order>>
+  /** Ended orders in the order they ended, so the oldest are forgotten first. */
+  readonly ended: Fifo<Order>
+  /** Fills, oldest first (and so in `seq` order). */
+  readonly fills: Fifo<Fill>
 }
 
 const refuse = (status: Refusal["status"], code: string, msg: string, field?: string, reason?: string): Refusal => ({
@@ -166,6 +186,11 @@ const refuse = (status: Refusal["status"], code: string, msg: string, field?: st
 })
 
 const TWO = new Decimal(2)
+
+/** How often, in engine time, ended orders and fills are checked for their age. */
+const FORGET_EVERY_MS = 1000
+
+const byPlacement = (a: Order, b: Order): number => a.seq - b.seq
 
 /**
  * Orders of one symbol waiting for the tape — resting limit orders or stops not yet
@@ -299,6 +324,9 @@ export class MatchingEngine {
   readonly fees: Fees
   readonly settleDelayMs: number
   private readonly idPrefix: string
+  private readonly retention: Retention | undefined
+  /** Engine time of the next look for history past its age. */
+  private forgetDueAt = Number.NEGATIVE_INFINITY
 
   constructor(options: EngineOptions) {
     for (const pair of options.pairs) this.addPair(pair)
@@ -306,6 +334,7 @@ export class MatchingEngine {
     this.fees = options.fees
     this.settleDelayMs = options.settleDelayMs
     this.idPrefix = options.idPrefix ?? ""
+    this.retention = options.retention
   }
 
   // ---- pairs and prices -------------------------------------------------------
@@ -343,7 +372,7 @@ export class MatchingEngine {
   private account(uid: number): Account {
     let account = this.accounts.get(uid)
     if (account === undefined) {
-      account = { wallets: new Map(), orders: [], fills: [] }
+      account = { wallets: new Map(), open: new Map(), ended: new Fifo(), fills: new Fifo() }
       this.accounts.set(uid, account)
     }
     return account
@@ -384,6 +413,7 @@ export class MatchingEngine {
     this.orderSeq += 1
     const clientOrderId = `co_${this.idPrefix}${String(this.orderSeq).padStart(10, "0")}`
     const order: Order = {
+      seq: this.orderSeq,
       clientOrderId,
       uid,
       pair,
@@ -406,7 +436,13 @@ export class MatchingEngine {
       updatedAt: nowMs
     }
     this.orders.set(clientOrderId, order)
-    this.account(uid).orders.push(order)
+    const open = this.account(uid).open
+    let ofSymbol = open.get(pair.symbol)
+    if (ofSymbol === undefined) {
+      ofSymbol = new Map()
+      open.set(pair.symbol, ofSymbol)
+    }
+    ofSymbol.set(clientOrderId, order)
     this.unsettled.push(order)
     return { ok: true, clientOrderId }
   }
@@ -466,11 +502,17 @@ export class MatchingEngine {
     this.unsettled = this.unsettled.filter((o) => o !== order)
     this.resting.get(order.pair.symbol)?.remove(order)
     this.stops.get(order.pair.symbol)?.remove(order)
+    this.ended(order)
     return { ok: true, clientOrderId, kind: order.kind }
   }
 
-  /** Settles every accepted order whose settlement time has come; returns how many settled. */
+  /**
+   * Settles every accepted order whose settlement time has come; returns how many settled.
+   * Every user of the engine calls this as its time passes, so history past its age is
+   * forgotten here too.
+   */
   settleDue(nowMs: number): number {
+    if (nowMs >= this.forgetDueAt) this.forgetAged(nowMs)
     if (this.unsettled.length === 0) return 0
     const due: Array<Order> = []
     const waiting: Array<Order> = []
@@ -506,6 +548,34 @@ export class MatchingEngine {
   private reject(order: Order, code: string): void {
     order.kind = "rejected"
     order.code = code
+    this.ended(order)
+  }
+
+  /**
+   * An order reached a final kind: it leaves the open orders and joins the history, which
+   * forgets its oldest order when the account holds more than the retention allows.
+   * Called again for an order already ended (a market sell's last fill ends it before
+   * its settlement does), it does nothing.
+   */
+  private ended(order: Order): void {
+    const account = this.account(order.uid)
+    if (account.open.get(order.pair.symbol)?.delete(order.clientOrderId) !== true) return
+    account.ended.push(order)
+    if (this.retention !== undefined && account.ended.length > this.retention.terminalCount) this.orders.delete(account.ended.shift()!.clientOrderId)
+  }
+
+  /** Forgets the ended orders and fills of every account that are older than the retention allows. */
+  private forgetAged(nowMs: number): void {
+    this.forgetDueAt = nowMs + FORGET_EVERY_MS
+    if (this.retention === undefined) return
+    const endedBy = nowMs - this.retention.terminalMs
+    for (const account of this.accounts.values()) {
+      for (let oldest = account.ended.peek(); oldest !== undefined && oldest.updatedAt <= endedBy; oldest = account.ended.peek()) {
+        this.orders.delete(oldest.clientOrderId)
+        account.ended.shift()
+      }
+      for (let oldest = account.fills.peek(); oldest !== undefined && oldest.time <= endedBy; oldest = account.fills.peek()) account.fills.shift()
+    }
   }
 
   private lock(order: Order): boolean {
@@ -575,6 +645,7 @@ export class MatchingEngine {
     if (plan === undefined) return this.reject(order, RejectCode.slippageExceeded)
     for (const step of plan) this.fill(order, step.baseQty, step.price, "taker", nowMs)
     order.kind = "fill"
+    this.ended(order)
   }
 
   /** Books one fill: moves funds (from the order's lock when it has one), charges the fee, records the fill. */
@@ -619,6 +690,7 @@ export class MatchingEngine {
       order.kind = "fill"
       // Anything still held (rounding cannot leave any, but a lock must never leak) goes back.
       this.release(order)
+      this.ended(order)
     }
     this.fillSeq += 1
     const record: Fill = {
@@ -635,7 +707,9 @@ export class MatchingEngine {
       feeAsset,
       time: nowMs
     }
-    this.account(order.uid).fills.push(record)
+    const fills = this.account(order.uid).fills
+    fills.push(record)
+    if (this.retention !== undefined && fills.length > this.retention.terminalCount) fills.shift()
   }
 
   // ---- the tape ---------------------------------------------------------------
@@ -704,15 +778,13 @@ export class MatchingEngine {
     return order === undefined || order.uid !== uid ? undefined : order
   }
 
-  /** Orders not yet terminal: accepted but unsettled, stops waiting, and resting orders. */
+  /** Orders not yet terminal: accepted but unsettled, stops waiting, and resting orders; in placement order. */
   openOrders(uid: number, symbol?: string): ReadonlyArray<OrderView> {
-    const rows: Array<OrderView> = []
-    for (const order of this.account(uid).orders) {
-      if ((order.kind === "pending" || order.kind === "resting") && (symbol === undefined || order.pair.symbol === symbol)) {
-        rows.push(view(order))
-      }
-    }
-    return rows
+    const open = this.account(uid).open
+    if (symbol !== undefined) return [...(open.get(symbol)?.values() ?? [])].map(view)
+    const orders: Array<Order> = []
+    for (const ofSymbol of open.values()) for (const order of ofSymbol.values()) orders.push(order)
+    return orders.sort(byPlacement).map(view)
   }
 
   /** One page of fills, newest first, older than the fill `beforeSeq` when given. */
@@ -722,17 +794,14 @@ export class MatchingEngine {
   } {
     const all = this.account(uid).fills
     const out: Array<Fill> = []
-    let i = all.length - 1
-    if (page.beforeSeq !== undefined) {
-      while (i >= 0 && all[i]!.seq >= page.beforeSeq) i--
-    }
+    let i = page.beforeSeq === undefined ? all.length - 1 : newestBefore(all, page.beforeSeq)
     for (; i >= 0 && out.length < page.limit; i--) {
-      const fill = all[i]!
+      const fill = all.at(i)!
       if (page.symbol === undefined || fill.symbol === page.symbol) out.push(fill)
     }
     let hasOlder = false
     for (; i >= 0; i--) {
-      if (page.symbol === undefined || all[i]!.symbol === page.symbol) {
+      if (page.symbol === undefined || all.at(i)!.symbol === page.symbol) {
         hasOlder = true
         break
       }
@@ -740,18 +809,33 @@ export class MatchingEngine {
     return { fills: out, hasOlder }
   }
 
-  /** Every order of an account, oldest first (for tests that count orders). */
+  /** Every order of an account still kept, in placement order (for tests that count orders). */
   allOrders(uid: number): ReadonlyArray<OrderView> {
-    return this.account(uid).orders.map(view)
+    const account = this.account(uid)
+    const orders = account.ended.toArray()
+    for (const ofSymbol of account.open.values()) for (const order of ofSymbol.values()) orders.push(order)
+    return orders.sort(byPlacement).map(view)
   }
 
-  /** Every fill of an account, oldest first. */
+  /** Every fill of an account still kept, oldest first. */
   allFills(uid: number): ReadonlyArray<Fill> {
-    return [...this.account(uid).fills]
+    return this.account(uid).fills.toArray()
   }
 }
 
 const isResting = (order: Order): boolean => order.kind === "resting"
+
+/** Index of the newest fill older than the fill `seq` (-1 for none): fills are kept in `seq` order. */
+const newestBefore = (fills: Fifo<Fill>, seq: number): number => {
+  let low = 0
+  let high = fills.length
+  while (low < high) {
+    const mid = (low + high) >>> 1
+    if (fills.at(mid)!.seq < seq) low = mid + 1
+    else high = mid
+  }
+  return low - 1
+}
 
 const stopReached = (order: Order, price: Decimal): boolean =>
   compare(price, order.stopPrice!) !== (order.side === "buy" ? -1 : 1)

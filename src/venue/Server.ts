@@ -14,6 +14,7 @@ import { logEvent } from "../log/Logger.js"
 import { devAccounts, type AccountsFile } from "./Accounts.js"
 import type { FaultProfile } from "./Faults.js"
 import { followVenue } from "./Follow.js"
+import type { Retention } from "./Matching.js"
 import type { TapeSource } from "./Tape.js"
 import type { VenueAnswer } from "./Answers.js"
 import { VENUE_IMPLEMENTATION, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
@@ -43,6 +44,8 @@ export interface ServeVenueOptions {
   readonly faults?: FaultProfile
   /** The venue's clock before any skew fault (default Date.now). */
   readonly clock?: () => number
+  /** Ended orders and fills kept (default DEFAULT_RETENTION in Venue.ts). */
+  readonly retention?: Partial<Retention>
 }
 
 export interface RunningVenue {
@@ -145,7 +148,8 @@ export const serveVenue = (options: ServeVenueOptions = {}): Effect.Effect<Runni
           accounts: options.accounts ?? devAccounts,
           ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
           ...(options.tape === undefined ? {} : { tape: options.tape }),
-          ...(options.clock === undefined ? {} : { clock: options.clock })
+          ...(options.clock === undefined ? {} : { clock: options.clock }),
+          ...(options.retention === undefined ? {} : { retention: options.retention })
         }),
       catch: (cause) => new VenueStartError({ message: cause instanceof Error ? cause.message : String(cause), cause })
     })

@@ -36,7 +36,7 @@ import {
 } from "./Answers.js"
 import { Faults } from "./Faults.js"
 import { AuthGuard, RateLimits, ReplayCache, type BudgetReport } from "./Limits.js"
-import { MatchingEngine, type BalanceRow, type PlaceRequest, type Refusal } from "./Matching.js"
+import { MatchingEngine, type BalanceRow, type PlaceRequest, type Refusal, type Retention } from "./Matching.js"
 import { StepLog } from "./StepLog.js"
 import { MINUTE_MS, Tape, type TapeSource } from "./Tape.js"
 
@@ -45,6 +45,25 @@ export const MAX_BODY_BYTES = 64 * 1024
 /** Price steps kept per pair: about 5.5 hours at one step a second, far more than a paper run lets pass between reads. */
 const STEPS_KEPT = 20_000
 const STEPS_PAGE_MAX = 5000
+
+/**
+ * History svc-venue keeps by default: a day of ended orders and fills, and at most
+ * 100,000 of each per account (about 0.2 GB for an account that trades all the time).
+ * A bot away for longer than this finds its ended orders answered ORDER_NOT_FOUND.
+ */
+export const DEFAULT_RETENTION: Retention = { terminalMs: 24 * 60 * 60 * 1000, terminalCount: 100_000 }
+
+/** The retention with the defaults filled in; throws naming a field that is not a whole number of at least 1. */
+const retentionOf = (given: Partial<Retention> = {}): Retention => {
+  const retention = { ...DEFAULT_RETENTION, ...given }
+  if (!Number.isSafeInteger(retention.terminalMs) || retention.terminalMs < 1) {
+    throw new Error(`retention: terminalMs (--retain-terminal-ms) must be a whole number of milliseconds, at least 1; got ${retention.terminalMs}`)
+  }
+  if (!Number.isSafeInteger(retention.terminalCount) || retention.terminalCount < 1) {
+    throw new Error(`retention: terminalCount (--retain-terminal-count) must be a whole number, at least 1; got ${retention.terminalCount}`)
+  }
+  return retention
+}
 
 export interface VenueRequest {
   readonly method: string
@@ -67,6 +86,8 @@ export interface VenueOptions {
   readonly dialect?: Dialect
   /** Random bytes for key material created through the admin route. */
   readonly randomBytes?: (size: number) => Uint8Array
+  /** Ended orders and fills kept; DEFAULT_RETENTION for what is not given. */
+  readonly retention?: Partial<Retention>
 }
 
 type Kind = "read" | "placement" | "cancel"
@@ -367,7 +388,13 @@ export class Venue {
     this.startedAtMs = startMs
     const pairs = file.pairs.map(toPairSpec)
     // The start time names this process's ids: a venue restarted empty hands out new ones.
-    this.engine = new MatchingEngine({ pairs, fees: toFees(file.fees), settleDelayMs: options.settleMs ?? 50, idPrefix: `${startMs.toString(36)}_` })
+    this.engine = new MatchingEngine({
+      pairs,
+      fees: toFees(file.fees),
+      settleDelayMs: options.settleMs ?? 50,
+      idPrefix: `${startMs.toString(36)}_`,
+      retention: retentionOf(options.retention)
+    })
     const source = options.tape ?? { kind: "manual" }
     for (const entry of file.pairs) {
       const pair = toPairSpec(entry)

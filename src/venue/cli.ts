@@ -10,6 +10,7 @@ import { devAccounts, type AccountsFile } from "./Accounts.js"
 import { DEFAULT_FOLLOW_POLL_MS, MAX_FOLLOW_POLL_MS, MIN_FOLLOW_POLL_MS } from "./Follow.js"
 import { serveVenue, VenueStartError } from "./Server.js"
 import { parseOhlcvCsv, type TapeSource } from "./Tape.js"
+import { DEFAULT_RETENTION } from "./Venue.js"
 
 const readText = (path: string, what: string): Effect.Effect<string, VenueStartError> =>
   Effect.try({
@@ -72,6 +73,14 @@ const options = {
   ),
   tickMs: Options.integer("tick-ms").pipe(Options.withDefault(1000), Options.withDescription("milliseconds between tape steps; 0 moves the tape only through /_venue/tape")),
   settleMs: Options.integer("settle-ms").pipe(Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement of an order")),
+  retainTerminalMs: Options.integer("retain-terminal-ms").pipe(
+    Options.withDefault(DEFAULT_RETENTION.terminalMs),
+    Options.withDescription("milliseconds an ended order (filled, rejected, cancelled) and a fill stay readable; then they answer as unknown (ORDER_NOT_FOUND)")
+  ),
+  retainTerminalCount: Options.integer("retain-terminal-count").pipe(
+    Options.withDefault(DEFAULT_RETENTION.terminalCount),
+    Options.withDescription("ended orders, and fills, kept per account at most; the oldest are forgotten first")
+  ),
   tlsCert: Options.file("tls-cert").pipe(Options.optional, Options.withDescription("PEM certificate: serve https")),
   tlsKey: Options.file("tls-key").pipe(Options.optional, Options.withDescription("PEM private key of --tls-cert"))
 }
@@ -100,6 +109,7 @@ export const venueCommand = Command.make("venue", options, (flags) =>
         tape,
         tickMs: flags.tickMs,
         settleMs: flags.settleMs,
+        retention: { terminalMs: flags.retainTerminalMs, terminalCount: flags.retainTerminalCount },
         ...(tls === undefined ? {} : { tls })
       })
       yield* logEvent("venue.listening", { url: running.url, ...(tape.kind === "follow" ? { follow: tape.baseUrl } : {}) })
