@@ -46,10 +46,14 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
         const pollNow: Array<readonly [number, OrderPatch]> = []
         for (const order of orders.values()) if (order !== undefined && order.nextPollAt !== null) pollNow.push([order.orderId, { nextPollAt: 0 }])
         yield* journal.updateMany(pollNow, yield* Clock.currentTimeMillis)
-        for (const fill of fresh) {
-          const order = fill.clientOrderId === null ? undefined : orders.get(fill.clientOrderId)
-          yield* bus.publishFill({ strategyId: order?.strategyId ?? null, tag: order?.tag ?? null, fill })
-        }
+        yield* Effect.forEach(
+          fresh,
+          (fill) => {
+            const order = fill.clientOrderId === null ? undefined : orders.get(fill.clientOrderId)
+            return bus.publishFill({ strategyId: order?.strategyId ?? null, tag: order?.tag ?? null, fill })
+          },
+          { discard: true }
+        )
       })
 
     /** Reads pages from `before` until the high-water mark; stores each with its progress. */

@@ -90,24 +90,22 @@ class Refusal {
   constructor(readonly field: string, readonly detail: string) {}
 }
 
-const missingOr = (row: Row, key: string, expected: string): Refusal =>
+const wrong = (row: Row, key: string, expected: string): Refusal =>
   new Refusal(key, has(row, key) ? `Expected ${expected}, actual ${shown(row[key])}` : "is missing")
 
-const text = (row: Row, key: string): string | Refusal => {
-  const value = row[key]
-  return typeof value === "string" ? value : missingOr(row, key, "string")
-}
+/** One of a Dialect enum's literals, and how to name them in a DecodeError. */
+const literalOf = (literals: ReadonlyArray<string>) => ({
+  allows: (value: unknown): boolean => typeof value === "string" && literals.includes(value),
+  names: literals.map((literal) => `"${literal}"`).join(" or ")
+})
 
-const oneOf = <A extends string>(row: Row, key: string, allowed: ReadonlyArray<A>): A | Refusal => {
-  const value = row[key]
-  return typeof value === "string" && (allowed as ReadonlyArray<string>).includes(value) ? (value as A) : missingOr(row, key, allowed.map((a) => `"${a}"`).join(" or "))
-}
+const SIDE = literalOf(Side.literals)
+const LIQUIDITY = literalOf(Liquidity.literals)
 
 /** An amount as a decimal string or a JSON number, read digit for digit. */
-const amount = (row: Row, key: string): Decimal | Refusal => {
-  const value = row[key]
+const amount = (row: Row, key: string, value: unknown): Decimal | Refusal => {
   const digits = typeof value === "string" ? value : isLosslessNumber(value) ? value.value : undefined
-  if (digits === undefined) return missingOr(row, key, "string")
+  if (digits === undefined) return wrong(row, key, "string")
   try {
     return fromString(digits)
   } catch (error) {
@@ -115,40 +113,32 @@ const amount = (row: Row, key: string): Decimal | Refusal => {
   }
 }
 
-/** A JSON integer token that is a safe integer, such as epoch milliseconds. */
-const integer = (row: Row, key: string): number | Refusal => {
-  const value = row[key]
-  if (!isLosslessNumber(value)) return missingOr(row, key, "JsonNumber")
-  const n = Number(value.value)
-  return /^-?\d+$/.test(value.value) && Number.isSafeInteger(n) ? n : new Refusal(key, `expected a whole number, got ${value.value}`)
-}
+/** JsonInteger's rule: digits only, so `1.0` and `1e3` are refused although they are whole. */
+const WHOLE_NUMBER = /^-?\d+$/
 
 const FIELDS: ReadonlySet<string> = new Set(["fillId", "clientOrderId", "symbol", "side", "liquidity", "price", "baseQty", "quoteQty", "fee", "feeAsset", "time"])
 
+/** Checks the fields in FillRow's order: the first problem is the one the Schema reports. */
 const decodeRow = (row: unknown, rawText: string | undefined): Fill | Refusal => {
   if (!isRecord(row)) return new Refusal("", `Expected a fill object, actual ${shown(row)}`)
-  const fillId = text(row, "fillId")
-  if (fillId instanceof Refusal) return fillId
-  const clientOrderId = row.clientOrderId === null || typeof row.clientOrderId === "string" ? row.clientOrderId : missingOr(row, "clientOrderId", "string or null")
-  if (clientOrderId instanceof Refusal) return clientOrderId
-  const symbol = text(row, "symbol")
-  if (symbol instanceof Refusal) return symbol
-  const side = oneOf(row, "side", Side.literals)
-  if (side instanceof Refusal) return side
-  const liquidity = oneOf(row, "liquidity", Liquidity.literals)
-  if (liquidity instanceof Refusal) return liquidity
-  const price = amount(row, "price")
+  const { fillId, clientOrderId, symbol, side, liquidity, feeAsset, time } = row
+  if (typeof fillId !== "string") return wrong(row, "fillId", "string")
+  if (clientOrderId !== null && typeof clientOrderId !== "string") return wrong(row, "clientOrderId", "string or null")
+  if (typeof symbol !== "string") return wrong(row, "symbol", "string")
+  if (!SIDE.allows(side)) return wrong(row, "side", SIDE.names)
+  if (!LIQUIDITY.allows(liquidity)) return wrong(row, "liquidity", LIQUIDITY.names)
+  const price = amount(row, "price", row.price)
   if (price instanceof Refusal) return price
-  const baseQty = amount(row, "baseQty")
+  const baseQty = amount(row, "baseQty", row.baseQty)
   if (baseQty instanceof Refusal) return baseQty
-  const quoteQty = amount(row, "quoteQty")
+  const quoteQty = amount(row, "quoteQty", row.quoteQty)
   if (quoteQty instanceof Refusal) return quoteQty
-  const fee = amount(row, "fee")
+  const fee = amount(row, "fee", row.fee)
   if (fee instanceof Refusal) return fee
-  const feeAsset = text(row, "feeAsset")
-  if (feeAsset instanceof Refusal) return feeAsset
-  const time = integer(row, "time")
-  if (time instanceof Refusal) return time
+  if (typeof feeAsset !== "string") return wrong(row, "feeAsset", "string")
+  if (!isLosslessNumber(time)) return wrong(row, "time", "JsonNumber")
+  const millis = Number(time.value)
+  if (!WHOLE_NUMBER.test(time.value) || !Number.isSafeInteger(millis)) return new Refusal("time", `expected a whole number, got ${time.value}`)
   const fill: Record<string, unknown> = {
     fillId,
     clientOrderId,
@@ -160,7 +150,7 @@ const decodeRow = (row: unknown, rawText: string | undefined): Fill | Refusal =>
     quoteQty,
     fee,
     feeAsset,
-    time,
+    time: millis,
     raw: rawText ?? stringify(row)
   }
   // Fields the Dialect does not name are kept, as the other answers keep them.
