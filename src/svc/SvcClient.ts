@@ -674,14 +674,14 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
   /**
    * The client with its own budget governor and server clock, over a keep-alive
    * undici connection pool that closes with the layer. One per API key. TLS trust
-   * is Node's (its CA store, NODE_EXTRA_CA_CERTS); `SvcClient.Default` takes any
-   * undici Dispatcher instead, e.g. an Agent with its own `connect` TLS options.
+   * is Node's (its CA store, NODE_EXTRA_CA_CERTS) unless another Dispatcher is
+   * given, such as an undici Agent with its own `connect` TLS options.
    */
-  static layerWith(options: SvcClientOptions) {
+  static layerWith(options: SvcClientOptions, dispatcher: Layer.Layer<NodeHttpClient.Dispatcher> = NodeHttpClient.dispatcherLayer) {
     return SvcClient.Default(options).pipe(
       Layer.provideMerge(Budget.Default(options.budget ?? {})),
       Layer.provideMerge(ServerClock.Default),
-      Layer.provide(NodeHttpClient.dispatcherLayer)
+      Layer.provide(dispatcher)
     )
   }
 }
