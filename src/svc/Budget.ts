@@ -467,14 +467,17 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
       const clock = yield* ServerClock
       const governor = new Governor(resolveBudgetOptions(options))
       let offsetMs = yield* clock.offsetMs
-      /** Server-clock now, after rebasing the books if the clock was corrected since the last look. */
-      const serverNow = Effect.flatMap(clock.offsetMs, (currentOffsetMs) => {
-        if (currentOffsetMs !== offsetMs) {
-          offsetMs = currentOffsetMs
+      /** Server-clock time at a local reading, after rebasing the books if the clock was corrected since the last look. */
+      const serverTimeAt = (localMs: number): number => {
+        const serverMs = clock.at(localMs)
+        if (serverMs - localMs !== offsetMs) {
+          offsetMs = serverMs - localMs
           governor.clockCorrected()
         }
-        return clock.now
-      })
+        return serverMs
+      }
+      // One read of Effect's Clock per decision: admission and booking run for every request.
+      const serverNow: Effect.Effect<number> = Effect.clockWith((local) => Effect.succeed(serverTimeAt(local.unsafeCurrentTimeMillis())))
       // Every change of the books completes this and replaces it, waking all waiters to decide again.
       let changed = Deferred.unsafeMake<void>(FiberId.none)
       let sleeping = 0
@@ -488,8 +491,8 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
 
       /** Admission without waiting is the common case: decided in one step. */
       const admit = (demand: Demand): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> =>
-        Effect.flatMap(serverNow, (now): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> => {
-          const decision = governor.decide(demand, now)
+        Effect.clockWith((local): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> => {
+          const decision = governor.decide(demand, serverTimeAt(local.unsafeCurrentTimeMillis()))
           if (decision._tag === "Admit") return Effect.succeed(decision.ticket)
           if (decision._tag === "Refuse") return Effect.fail(decision.error)
           return admitWaiting(demand)
@@ -545,8 +548,8 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
         })
 
       const settle = (ticket: Ticket, outcome: Outcome): Effect.Effect<void> =>
-        Effect.flatMap(serverNow, (now) => {
-          governor.settle(ticket, outcome, now)
+        Effect.clockWith((local) => {
+          governor.settle(ticket, outcome, serverTimeAt(local.unsafeCurrentTimeMillis()))
           notify()
           const error = outcome._tag === "Answered" ? outcome.error : undefined
           switch (error?._tag) {

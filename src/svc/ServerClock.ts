@@ -4,7 +4,7 @@
  * every later request; budget windows are computed on this clock too, since the
  * server counts weight per minute of its own clock.
  */
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import { logEvent } from "../log/Logger.js"
 
 export interface Correction {
@@ -17,22 +17,26 @@ export class ServerClock extends Effect.Service<ServerClock>()("svcbot/ServerClo
     let offsetMs = 0
     let lastTimestamp = 0
 
-    /** Server-clock milliseconds now. */
-    const now: Effect.Effect<number> = Effect.map(Clock.currentTimeMillis, (local) => local + offsetMs)
+    /**
+     * Server-clock milliseconds at the local wall-clock time `localMs`. The caller reads
+     * Effect's Clock (so tests can drive it) together with whatever else it needs then.
+     */
+    const at = (localMs: number): number => localMs + offsetMs
 
     /**
-     * A request timestamp on the server's clock. For a non-GET it is strictly greater
-     * than the last one issued: two identical non-GET requests in the same millisecond
-     * would otherwise carry the same signature and the second would be refused as a
-     * replay. GETs are never checked for replay, and at more than a thousand a second
-     * a strictly increasing count would run ahead of the clock.
+     * The timestamp of a request signed at local time `localMs`, on the server's clock.
+     * For a non-GET it is strictly greater than the last one issued: two identical
+     * non-GET requests in the same millisecond would otherwise carry the same
+     * signature and the second would be refused as a replay. GETs are never checked
+     * for replay, and at more than a thousand a second a strictly increasing count
+     * would run ahead of the clock.
      */
-    const timestamp = (method: string): Effect.Effect<number> =>
-      Effect.map(now, (serverNow) => {
-        if (method === "GET") return Math.floor(serverNow)
-        lastTimestamp = Math.max(Math.floor(serverNow), lastTimestamp + 1)
-        return lastTimestamp
-      })
+    const timestampAt = (method: string, localMs: number): number => {
+      const serverNow = Math.floor(at(localMs))
+      if (method === "GET") return serverNow
+      lastTimestamp = Math.max(serverNow, lastTimestamp + 1)
+      return lastTimestamp
+    }
 
     /**
      * Learns the offset from a refused request's `server_time_ms`. The server read
@@ -50,8 +54,8 @@ export class ServerClock extends Effect.Service<ServerClock>()("svcbot/ServerClo
       })
 
     return {
-      now,
-      timestamp,
+      at,
+      timestampAt,
       learn,
       offsetMs: Effect.sync(() => offsetMs)
     } as const

@@ -22,7 +22,7 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import type { Dispatcher } from "@effect/platform-node/Undici"
-import { Effect, Either, Layer, Option, Random, Redacted, Schema, type Scope, Stream } from "effect"
+import { type Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, type Scope, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { parse, stringify } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
@@ -207,18 +207,13 @@ const unknownPlacement = (call: Call<unknown>, reason: PlacementOutcomeUnknown["
 
 type IncomingHttpHeaders = Dispatcher.ResponseData["headers"]
 
-/** An HTTP answer as read off the wire. */
-interface Answer {
-  readonly status: number
-  readonly headers: IncomingHttpHeaders
-  readonly text: string
-}
-
-/** Why a request got no answer: `answered` when the status line came but the body did not. */
-interface Unanswered {
-  readonly answered: boolean
-  readonly cause: unknown
-}
+/**
+ * What came back for one request off the wire: an answer, or why there was none
+ * (`answered` when the status line came but the body did not).
+ */
+type Reply =
+  | { readonly _tag: "Answer"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly text: string }
+  | { readonly _tag: "NoAnswer"; readonly answered: boolean; readonly cause: unknown }
 
 /** The body as text, as undici's `body.text()` reads it: UTF-8, a byte order mark skipped. */
 const utf8Text = (chunks: ReadonlyArray<Buffer>): string => {
@@ -238,12 +233,12 @@ const utf8Text = (chunks: ReadonlyArray<Buffer>): string => {
 class Exchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined
   private aborted: Error | undefined
-  private done: ((outcome: Effect.Effect<Answer, Unanswered>) => void) | undefined
+  private done: ((reply: Effect.Effect<Reply>) => void) | undefined
   private status = 0
   private headers: IncomingHttpHeaders = {}
   private readonly chunks: Array<Buffer> = []
 
-  send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, done: (outcome: Effect.Effect<Answer, Unanswered>) => void): void {
+  send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, done: (reply: Effect.Effect<Reply>) => void): void {
     this.done = done
     dispatcher.dispatch(options, this)
   }
@@ -252,7 +247,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.aborted !== undefined) return
     this.aborted = new Error("request aborted")
     this.controller?.abort(this.aborted)
-    this.finish(Effect.fail({ answered: this.status !== 0, cause: this.aborted }))
+    this.finish({ _tag: "NoAnswer", answered: this.status !== 0, cause: this.aborted })
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -270,17 +265,17 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    this.finish(Effect.succeed({ status: this.status, headers: this.headers, text: utf8Text(this.chunks) }))
+    this.finish({ _tag: "Answer", status: this.status, headers: this.headers, text: utf8Text(this.chunks) })
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.finish(Effect.fail({ answered: this.status !== 0, cause: error }))
+    this.finish({ _tag: "NoAnswer", answered: this.status !== 0, cause: error })
   }
 
-  private finish(outcome: Effect.Effect<Answer, Unanswered>): void {
+  private finish(reply: Reply): void {
     const done = this.done
     this.done = undefined
-    done?.(outcome)
+    done?.(Effect.succeed(reply))
   }
 }
 
@@ -346,12 +341,9 @@ const deadlineWatchdog: Effect.Effect<{ readonly watch: (exchange: Exchange, dea
     }
   })
 
-const monotonicMillis: Effect.Effect<number> = Effect.clockWith((clock) => Effect.sync(() => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)))
+const monotonicMillisOf = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)
 
-/** Local wall-clock time (for the server clock's offset) and monotonic time (for the deadline), read together. */
-const localTimes: Effect.Effect<{ readonly wallMs: number; readonly monotonicMs: number }> = Effect.clockWith((clock) =>
-  Effect.sync(() => ({ wallMs: clock.unsafeCurrentTimeMillis(), monotonicMs: Number(clock.unsafeCurrentTimeNanos() / 1_000_000n) }))
-)
+const monotonicMillis: Effect.Effect<number> = Effect.clockWith((clock) => Effect.sync(() => monotonicMillisOf(clock)))
 
 export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
   scoped: (options: SvcClientOptions) =>
@@ -370,17 +362,23 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
 
       /** One request on the wire: admitted by the budget, signed with a fresh timestamp, sent, booked. */
       const attempt = (call: Call<unknown>, wire: Wire): Effect.Effect<Attempt, SvcError> =>
-        Effect.gen(function* () {
-          const signed = call.kind !== "public"
-          const ticket: Ticket | undefined = signed ? yield* budget.admit(wire.demand) : undefined
-          const sentAtMs = yield* clock.timestamp(call.method)
-          const sentAt = yield* localTimes
-          const sentAtLocalMs = sentAt.wallMs
-          const headers = signed
-            ? signRequest(apiKey, apiSecret, { method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body }).headers
-            : UNSIGNED_HEADERS
+        call.kind === "public" ? send(call, wire, undefined) : Effect.flatMap(budget.admit(wire.demand), (ticket) => send(call, wire, ticket))
+
+      /**
+       * Sends one request (signed when the budget admitted it with a ticket) and books how it
+       * ended. Local times come from one reading of Effect's Clock each, before and after:
+       * a request's steps are few on purpose, since they run for every request.
+       */
+      const send = (call: Call<unknown>, wire: Wire, ticket: Ticket | undefined): Effect.Effect<Attempt> =>
+        Effect.clockWith((local) => {
+          const sentAtLocalMs = local.unsafeCurrentTimeMillis()
+          const sentAtMs = clock.timestampAt(call.method, sentAtLocalMs)
+          const headers =
+            ticket === undefined
+              ? UNSIGNED_HEADERS
+              : signRequest(apiKey, apiSecret, { method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body }).headers
           const exchange = new Exchange()
-          const watched = watchdog.watch(exchange, sentAt.monotonicMs + requestTimeoutMs)
+          const watched = watchdog.watch(exchange, monotonicMillisOf(local) + requestTimeoutMs)
           const options: Dispatcher.DispatchOptions = {
             origin,
             method: call.method,
@@ -391,45 +389,42 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
             headersTimeout: 0,
             bodyTimeout: 0
           }
-          const sent = yield* Effect.async<Answer, Unanswered>((resume) => {
+          const book = (attempt: Attempt, outcome: Outcome): Effect.Effect<Attempt> =>
+            ticket === undefined ? Effect.succeed(attempt) : Effect.as(budget.settle(ticket, outcome), attempt)
+          const sent = Effect.async<Reply>((resume) => {
             exchange.send(dispatcher, options, resume)
-            return Effect.sync(() => exchange.abort())
-          }).pipe(
-            Effect.either,
-            // A caller that gives up aborts the request (the exchange's canceller), and must not leave it counted in flight forever.
-            Effect.onInterrupt(() => {
+            // A caller that gives up aborts the request, and must not leave it counted in flight forever.
+            return Effect.suspend(() => {
               watched.ended = true
+              exchange.abort()
               return ticket === undefined ? Effect.void : budget.settle(ticket, LOST)
             })
-          )
-          watched.ended = true
-          if (Either.isLeft(sent)) {
-            if (ticket !== undefined) yield* budget.settle(ticket, LOST)
-            if (watched.timedOut) return { _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs } as const
-            const failure = sent.left
-            const code = errorCodeOf(failure.cause)
-            return {
-              _tag: "Lost",
-              reason: "connection",
-              neverSent: !failure.answered && code !== undefined && NEVER_CONNECTED.has(code),
-              detail: code ?? (failure.cause instanceof Error ? failure.cause.message : String(failure.cause)),
-              sentAtMs
-            } as const
-          }
-          const receivedAtLocalMs = (yield* localTimes).wallMs
-          const { status, text } = sent.right
-          const header = headerOf(sent.right.headers)
-          let json: unknown
-          try {
-            json = text === "" ? undefined : (call.parse ?? parse)(text)
-          } catch {
-            json = undefined
-          }
-          const notOk = json !== null && typeof json === "object" && (json as { ok?: unknown }).ok === false
-          const error =
-            status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
-          if (ticket !== undefined) yield* budget.settle(ticket, { _tag: "Answered", status, header, error })
-          return { _tag: "Answered", status, json, error, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header } as const
+          })
+          return Effect.flatMap(sent, (reply): Effect.Effect<Attempt> => {
+            watched.ended = true
+            if (reply._tag === "NoAnswer") {
+              if (watched.timedOut) return book({ _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs }, LOST)
+              const code = errorCodeOf(reply.cause)
+              const detail = code ?? (reply.cause instanceof Error ? reply.cause.message : String(reply.cause))
+              const neverSent = !reply.answered && code !== undefined && NEVER_CONNECTED.has(code)
+              return book({ _tag: "Lost", reason: "connection", neverSent, detail, sentAtMs }, LOST)
+            }
+            return Effect.clockWith((later) => {
+              const receivedAtLocalMs = later.unsafeCurrentTimeMillis()
+              const { status, text } = reply
+              const header = headerOf(reply.headers)
+              let json: unknown
+              try {
+                json = text === "" ? undefined : (call.parse ?? parse)(text)
+              } catch {
+                json = undefined
+              }
+              const notOk = json !== null && typeof json === "object" && (json as { ok?: unknown }).ok === false
+              const error =
+                status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
+              return book({ _tag: "Answered", status, json, error, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }, { _tag: "Answered", status, header, error })
+            })
+          })
         })
 
       const backoff = (retryNumber: number): Effect.Effect<number> =>
