@@ -3,10 +3,9 @@
  * fills by the thousand, and decoding each row through Effect Schema and writing
  * it out again for `raw` cost several times everything else on that path.
  *
- * `parseFillsAnswer` reads JSON text to exactly what `Json.parse` gives (every
- * number a `LosslessNumber` holding its token), natively when it can, and keeps
- * each fill row's text for `raw`. `decodeFillsPage` checks each row by plain code against
- * `FillRow` of Api.ts, field by field in its order, and fails with the
+ * `parseFillsAnswer` reads the JSON text natively when that is exact, and keeps
+ * each fill row's text for `raw`. `decodeFillsPage` checks each row by plain code
+ * against `FillRow` of Api.ts, field by field in its order, and fails with the
  * DecodeError (endpoint and field path) that the Schema would give.
  */
 import { Either } from "effect"
@@ -21,18 +20,21 @@ type Row = Record<string, unknown>
 const isRecord = (value: unknown): value is Row => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
- * The text of each row of a `fills` array read by `parseFillsAnswer`'s fast path,
- * for `raw`: one entry per page, index for index with the array.
+ * The rows of `fills` arrays read natively by `parseFillsAnswer`, with each row's
+ * JSON text (for `raw`), index for index. Their numbers are still JSON.parse's
+ * doubles, each known to hold its token exactly: `decodeFillsPage` reads the
+ * tokens as it reads the rows, rather than every row being walked once more.
  */
-const rowTexts = new WeakMap<ReadonlyArray<unknown>, ReadonlyArray<string>>()
+const nativeRows = new WeakMap<ReadonlyArray<unknown>, ReadonlyArray<string>>()
 
+/** The LosslessNumber `Json.parse` makes of a number token that a double holds exactly. */
 const exact = (value: unknown): unknown => {
   if (typeof value === "number") return new LosslessNumber(String(value))
   if (typeof value === "object" && value !== null) exactNumbersIn(value)
   return value
 }
 
-/** Replaces every number inside a `JSON.parse` result with the LosslessNumber `Json.parse` would have made. */
+/** Replaces every number inside a natively parsed value with its LosslessNumber. */
 const exactNumbersIn = (container: object): void => {
   if (Array.isArray(container)) {
     for (let index = 0; index < container.length; index++) {
@@ -50,7 +52,7 @@ const exactNumbersIn = (container: object): void => {
 
 /**
  * Parses a fills answer to what `Json.parse` gives (every number a LosslessNumber
- * holding its exact token), remembering each fill row's JSON text for `raw`.
+ * holding its exact token), but for the fill rows, which `decodeFillsPage` reads.
  *
  * Native JSON.parse is several times faster than any parser written in
  * JavaScript, but reads numbers as doubles. When JSON.stringify writes the parsed
@@ -58,8 +60,8 @@ const exactNumbersIn = (container: object): void => {
  * form of its double, so the token is that double's String() and nothing was
  * lost. That holds for compact answers such as svc-venue writes. Anything else
  * (whitespace, exponents, trailing zeros, digits a double cannot hold, escapes
- * written differently, duplicate keys) takes `Json.parse`, and `raw` is written
- * from the parsed row.
+ * written differently, duplicate keys) is read by `Json.parse`, and then each
+ * row's `raw` is written from the parsed row.
  */
 export const parseFillsAnswer = (text: string): unknown => {
   let value: unknown
@@ -69,11 +71,11 @@ export const parseFillsAnswer = (text: string): unknown => {
     return parse(text)
   }
   if (JSON.stringify(value) !== text) return parse(text)
-  if (isRecord(value) && Array.isArray(value.fills)) {
-    const rows: Array<unknown> = value.fills
-    rowTexts.set(rows, rows.map((row) => JSON.stringify(row)))
-  }
-  return exact(value)
+  if (!isRecord(value) || !Array.isArray(value.fills)) return exact(value)
+  const rows: Array<unknown> = value.fills
+  nativeRows.set(rows, rows.map((row) => JSON.stringify(row)))
+  for (const key in value) if (key !== "fills") value[key] = exact(value[key])
+  return value
 }
 
 const has = (row: Row, key: string): boolean => Object.prototype.hasOwnProperty.call(row, key)
@@ -102,12 +104,35 @@ const literalOf = (literals: ReadonlyArray<string>) => ({
 const SIDE = literalOf(Side.literals)
 const LIQUIDITY = literalOf(Liquidity.literals)
 
+/**
+ * The amounts of one page, by their text. Amounts repeat within a page (an order's
+ * fills at one price, one fee rate, one lot size), and a Decimal is immutable, so
+ * fills may share one: each text is read once per page.
+ */
+type Amounts = Map<string, Decimal>
+
+/** How one page's rows are read: natively (numbers are exact doubles, `raw` is kept) or by `Json.parse`. */
+interface Page {
+  readonly rows: ReadonlyArray<unknown>
+  readonly texts: ReadonlyArray<string> | undefined
+  readonly amounts: Amounts
+}
+
+/** A JSON number's exact token: a LosslessNumber's, or a native row's double's. */
+const tokenOf = (page: Page, value: unknown): string | undefined =>
+  isLosslessNumber(value) ? value.value : page.texts !== undefined && typeof value === "number" ? String(value) : undefined
+
 /** An amount as a decimal string or a JSON number, read digit for digit. */
-const amount = (row: Row, key: string, value: unknown): Decimal | Refusal => {
-  const digits = typeof value === "string" ? value : isLosslessNumber(value) ? value.value : undefined
+const amount = (page: Page, row: Row, key: string, value: unknown): Decimal | Refusal => {
+  const digits = typeof value === "string" ? value : tokenOf(page, value)
   if (digits === undefined) return wrong(row, key, "string")
+  const amounts = page.amounts
+  const known = amounts.get(digits)
+  if (known !== undefined) return known
   try {
-    return fromString(digits)
+    const read = fromString(digits)
+    amounts.set(digits, read)
+    return read
   } catch (error) {
     return new Refusal(key, error instanceof InvalidDecimal ? error.problem : "not a decimal")
   }
@@ -119,7 +144,8 @@ const WHOLE_NUMBER = /^-?\d+$/
 const FIELDS: ReadonlySet<string> = new Set(["fillId", "clientOrderId", "symbol", "side", "liquidity", "price", "baseQty", "quoteQty", "fee", "feeAsset", "time"])
 
 /** Checks the fields in FillRow's order: the first problem is the one the Schema reports. */
-const decodeRow = (row: unknown, rawText: string | undefined): Fill | Refusal => {
+const decodeRow = (page: Page, index: number): Fill | Refusal => {
+  const row = page.rows[index]
   if (!isRecord(row)) return new Refusal("", `Expected a fill object, actual ${shown(row)}`)
   const { fillId, clientOrderId, symbol, side, liquidity, feeAsset, time } = row
   if (typeof fillId !== "string") return wrong(row, "fillId", "string")
@@ -127,18 +153,19 @@ const decodeRow = (row: unknown, rawText: string | undefined): Fill | Refusal =>
   if (typeof symbol !== "string") return wrong(row, "symbol", "string")
   if (!SIDE.allows(side)) return wrong(row, "side", SIDE.names)
   if (!LIQUIDITY.allows(liquidity)) return wrong(row, "liquidity", LIQUIDITY.names)
-  const price = amount(row, "price", row.price)
+  const price = amount(page, row, "price", row.price)
   if (price instanceof Refusal) return price
-  const baseQty = amount(row, "baseQty", row.baseQty)
+  const baseQty = amount(page, row, "baseQty", row.baseQty)
   if (baseQty instanceof Refusal) return baseQty
-  const quoteQty = amount(row, "quoteQty", row.quoteQty)
+  const quoteQty = amount(page, row, "quoteQty", row.quoteQty)
   if (quoteQty instanceof Refusal) return quoteQty
-  const fee = amount(row, "fee", row.fee)
+  const fee = amount(page, row, "fee", row.fee)
   if (fee instanceof Refusal) return fee
   if (typeof feeAsset !== "string") return wrong(row, "feeAsset", "string")
-  if (!isLosslessNumber(time)) return wrong(row, "time", "JsonNumber")
-  const millis = Number(time.value)
-  if (!WHOLE_NUMBER.test(time.value) || !Number.isSafeInteger(millis)) return new Refusal("time", `expected a whole number, got ${time.value}`)
+  const token = tokenOf(page, time)
+  if (token === undefined) return wrong(row, "time", "JsonNumber")
+  const millis = Number(token)
+  if (!WHOLE_NUMBER.test(token) || !Number.isSafeInteger(millis)) return new Refusal("time", `expected a whole number, got ${token}`)
   const fill: Record<string, unknown> = {
     fillId,
     clientOrderId,
@@ -151,12 +178,12 @@ const decodeRow = (row: unknown, rawText: string | undefined): Fill | Refusal =>
     fee,
     feeAsset,
     time: millis,
-    raw: rawText ?? stringify(row)
+    raw: page.texts?.[index] ?? stringify(row)
   }
   // Fields the Dialect does not name are kept, as the other answers keep them.
   const keys = Object.keys(row)
   if (keys.length > FIELDS.size) {
-    for (const key of keys) if (!FIELDS.has(key) && key !== "raw" && key !== "__proto__") fill[key] = row[key]
+    for (const key of keys) if (!FIELDS.has(key) && key !== "raw" && key !== "__proto__") fill[key] = page.texts === undefined ? row[key] : exact(row[key])
   }
   return fill as unknown as Fill
 }
@@ -173,10 +200,10 @@ export const decodeFillsPage =
     if (nextCursor !== null && typeof nextCursor !== "string") {
       return refuse("nextCursor", has(json, "nextCursor") ? `Expected string or null, actual ${shown(nextCursor)}` : "is missing")
     }
-    const texts = rowTexts.get(rows)
+    const page: Page = { rows, texts: nativeRows.get(rows), amounts: new Map() }
     const fills: Array<Fill> = new Array(rows.length)
     for (let index = 0; index < rows.length; index++) {
-      const fill = decodeRow(rows[index], texts?.[index])
+      const fill = decodeRow(page, index)
       if (fill instanceof Refusal) return refuse(`fills[${index}]${fill.field === "" ? "" : `.${fill.field}`}`, fill.detail)
       fills[index] = fill
     }

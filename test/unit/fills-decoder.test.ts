@@ -252,10 +252,22 @@ describe("fills decoder", () => {
   })
 
   it("property: parses any text to what Json.parse gives, or refuses it as Json.parse does", () => {
+    // A natively read page's rows keep the doubles that hold their number tokens exactly.
+    const tokens = (value: unknown): unknown =>
+      typeof value === "number"
+        ? new LosslessNumber(String(value))
+        : Array.isArray(value)
+          ? value.map(tokens)
+          : typeof value === "object" && value !== null && !(value instanceof LosslessNumber)
+            ? Object.fromEntries(Object.entries(value).map(([key, item]) => [key, tokens(item)]))
+            : value
+    const rowTokens = (value: unknown): unknown =>
+      typeof value === "object" && value !== null && Array.isArray((value as { fills?: unknown }).fills)
+        ? { ...value, fills: ((value as { fills: Array<unknown> }).fills).map(tokens) }
+        : value
     fc.assert(
       fc.property(text, (t) => {
-        const expected = readWith(parse, t)
-        expect(readWith(parseFillsAnswer, t)).toEqual(expected)
+        expect(rowTokens(readWith(parseFillsAnswer, t))).toEqual(rowTokens(readWith(parse, t)))
       }),
       { numRuns: 500 }
     )
