@@ -134,6 +134,16 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
 
     /** One page and the progress it implies: one transaction, whatever the number of fills. */
     const storePage = sqlite.transaction((fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): ReadonlyArray<LedgerFill> => {
+      // The fills of a page share one Decimal per repeated amount (as the client reads them): each is written out once.
+      const texts = new Map<Decimal, string>()
+      const text = (amount: Decimal): string => {
+        let written = texts.get(amount)
+        if (written === undefined) {
+          written = amount.toFixed()
+          texts.set(amount, written)
+        }
+        return written
+      }
       const fresh: Array<LedgerFill> = []
       for (const f of fills) {
         const result = q.insert.run(
@@ -142,10 +152,10 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
           f.symbol,
           f.side,
           f.liquidity,
-          f.price.toFixed(),
-          f.baseQty.toFixed(),
-          f.quoteQty.toFixed(),
-          f.fee.toFixed(),
+          text(f.price),
+          text(f.baseQty),
+          text(f.quoteQty),
+          text(f.fee),
           f.feeAsset,
           f.time,
           f.raw,
