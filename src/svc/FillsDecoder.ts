@@ -4,13 +4,15 @@
  * it out again for `raw` cost several times everything else on that path.
  *
  * `parseFillsAnswer` reads the JSON text natively when that is exact, and keeps
- * each fill row's text for `raw`. `decodeFillsPage` checks each row by plain code
- * against `FillRow` of Api.ts, field by field in its order, and fails with the
- * DecodeError (endpoint and field path) that the Schema would give.
+ * each fill row's text for `raw` instead of writing it again. `decodeFillsPage`
+ * checks each row by plain code against `FillRow` of Api.ts, field by field in
+ * its order, and fails with the DecodeError (endpoint and field path) that the
+ * Schema would give.
  */
 import { Either } from "effect"
 import { fromString, InvalidDecimal, type Decimal } from "../domain/Decimal.js"
-import { isLosslessNumber, LosslessNumber, parse, stringify } from "../domain/Json.js"
+import { isLosslessNumber, parse, stringify } from "../domain/Json.js"
+import { exact, parseNatively } from "./AnswerJson.js"
 import type { Fill, FillsPage } from "./Api.js"
 import { Liquidity, Side } from "./Dialect.js"
 import { DecodeError } from "./Errors.js"
@@ -27,50 +29,13 @@ const isRecord = (value: unknown): value is Row => typeof value === "object" && 
  */
 const nativeRows = new WeakMap<ReadonlyArray<unknown>, ReadonlyArray<string>>()
 
-/** The LosslessNumber `Json.parse` makes of a number token that a double holds exactly. */
-const exact = (value: unknown): unknown => {
-  if (typeof value === "number") return new LosslessNumber(String(value))
-  if (typeof value === "object" && value !== null) exactNumbersIn(value)
-  return value
-}
-
-/** Replaces every number inside a natively parsed value with its LosslessNumber. */
-const exactNumbersIn = (container: object): void => {
-  if (Array.isArray(container)) {
-    for (let index = 0; index < container.length; index++) {
-      const value: unknown = container[index]
-      if (typeof value === "number" || (typeof value === "object" && value !== null)) container[index] = exact(value)
-    }
-    return
-  }
-  const record = container as Row
-  for (const key in record) {
-    const value = record[key]
-    if (typeof value === "number" || (typeof value === "object" && value !== null)) record[key] = exact(value)
-  }
-}
-
 /**
- * Parses a fills answer to what `Json.parse` gives (every number a LosslessNumber
- * holding its exact token), but for the fill rows, which `decodeFillsPage` reads.
- *
- * Native JSON.parse is several times faster than any parser written in
- * JavaScript, but reads numbers as doubles. When JSON.stringify writes the parsed
- * value back as exactly the same text, every number token in it was the shortest
- * form of its double, so the token is that double's String() and nothing was
- * lost. That holds for compact answers such as svc-venue writes. Anything else
- * (whitespace, exponents, trailing zeros, digits a double cannot hold, escapes
- * written differently, duplicate keys) is read by `Json.parse`, and then each
- * row's `raw` is written from the parsed row.
+ * Parses a fills answer to what `Json.parse` gives (see AnswerJson.ts), but for the
+ * fill rows of a page read natively, which `decodeFillsPage` reads.
  */
 export const parseFillsAnswer = (text: string): unknown => {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return parse(text)
-  }
-  if (JSON.stringify(value) !== text) return parse(text)
+  const value = parseNatively(text)
+  if (value === undefined) return parse(text)
   if (!isRecord(value) || !Array.isArray(value.fills)) return exact(value)
   const rows: Array<unknown> = value.fills
   nativeRows.set(rows, rows.map((row) => JSON.stringify(row)))

@@ -24,7 +24,7 @@ import { NodeHttpClient } from "@effect/platform-node"
 import type { Dispatcher } from "@effect/platform-node/Undici"
 import { type Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, type Scope, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
-import { parse, stringify } from "../domain/Json.js"
+import { stringify } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
 import { registerSecret } from "../log/Redaction.js"
 import {
@@ -59,6 +59,7 @@ import {
   type PlacementRequest,
   type SvcError
 } from "./Errors.js"
+import { parseAnswer } from "./AnswerJson.js"
 import { decodeFillsPage, parseFillsAnswer } from "./FillsDecoder.js"
 import { VENUE_IMPLEMENTATION_HEADER, VENUE_STEPS_PATH } from "./VenueIdentity.js"
 import { Scope as KeyScope } from "./ErrorCodes.js"
@@ -142,7 +143,7 @@ interface Call<A> {
   /** The order type of a placement, for PlacementOutcomeUnknown. */
   readonly orderType?: PlacementRequest["type"]
   readonly priority: Priority
-  /** Reads the answer's JSON text (default `Json.parse`). */
+  /** Reads the answer's JSON text (default `parseAnswer`: what `Json.parse` gives). */
   readonly parse?: (text: string) => unknown
   /** Reads a successful answer; `sentAtMs` is the server-clock time the answered attempt was sent. */
   readonly decode: (json: unknown, sentAtMs: number, header: (name: string) => string | undefined) => Either.Either<A, DecodeError>
@@ -415,7 +416,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
               const header = headerOf(reply.headers)
               let json: unknown
               try {
-                json = text === "" ? undefined : (call.parse ?? parse)(text)
+                json = text === "" ? undefined : (call.parse ?? parseAnswer)(text)
               } catch {
                 json = undefined
               }
