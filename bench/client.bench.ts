@@ -5,7 +5,8 @@
  *    (fresh timestamp and signature per request, budget governor, lossless decoding)
  *    against raw undici requests with precomputed headers, to the same svc-venue
  *    running in a child process. Goal >= 0.7. @effect/platform's HttpClient alone is
- *    measured too, as a reference for the share of the HTTP layer.
+ *    measured too, as a reference: SvcClient dispatches on undici itself because
+ *    that layer alone costs more per request than the rest of a signed read.
  * 2. Budget saturation: share of the weight limit used over 5 windows by many
  *    concurrent readers, with zero 429s (the venue's window shortened). Goal >= 0.95.
  *
@@ -71,7 +72,7 @@ const rawLoad = async (baseUrl: string): Promise<number> => {
   return done / elapsed
 }
 
-/** @effect/platform's HttpClient alone, same precomputed headers: how much of the gap is the HTTP layer SvcClient is built on. */
+/** @effect/platform's HttpClient alone, same precomputed headers: the most SvcClient could reach sending through it. */
 const platformLoad = (baseUrl: string): Promise<number> =>
   Effect.runPromise(
     Effect.gen(function* () {

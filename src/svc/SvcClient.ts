@@ -366,9 +366,10 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         call.kind === "public" ? send(call, wire, undefined) : Effect.flatMap(budget.admit(wire.demand), (ticket) => send(call, wire, ticket))
 
       /**
-       * Sends one request (signed when the budget admitted it with a ticket) and books how it
-       * ended. Local times come from one reading of Effect's Clock each, before and after:
-       * a request's steps are few on purpose, since they run for every request.
+       * Sends one request, signed when the budget admitted it with a ticket (public reads
+       * need neither), and books how it ended. Local times come from one reading of
+       * Effect's Clock before and one after: a request's steps are few on purpose, since
+       * they run for every request.
        */
       const send = (call: Call<unknown>, wire: Wire, ticket: Ticket | undefined): Effect.Effect<Attempt> =>
         Effect.clockWith((local) => {
@@ -505,8 +506,8 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       /** Only placements can end in PlacementOutcomeUnknown. */
       const notPlacement = <A>(effect: Effect.Effect<A, SvcError | PlacementOutcomeUnknown>) => effect as Effect.Effect<A, SvcError>
 
-      const read = <A>(path: string, priority: Priority, decode: Call<A>["decode"], query?: Call<A>["query"], parseAnswer?: Call<A>["parse"]): Effect.Effect<A, SvcError> =>
-        notPlacement(run({ method: "GET", path, kind: "read", priority, decode, ...(query === undefined ? {} : { query }), ...(parseAnswer === undefined ? {} : { parse: parseAnswer }) }))
+      const read = <A>(path: string, priority: Priority, decode: Call<A>["decode"], query?: Call<A>["query"], parseText?: Call<A>["parse"]): Effect.Effect<A, SvcError> =>
+        notPlacement(run({ method: "GET", path, kind: "read", priority, decode, ...(query === undefined ? {} : { query }), ...(parseText === undefined ? {} : { parse: parseText }) }))
 
       const publicRead = <A>(path: string, decode: Call<A>["decode"], query: NonNullable<Call<A>["query"]>): Effect.Effect<A, SvcError> =>
         notPlacement(run({ method: "GET", path, kind: "public", priority: "marketData", decode, query }))
