@@ -12,11 +12,12 @@ import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import { Books } from "./Books.js"
 import { EngineBus, type EngineEvent, type FillUpdate, type OrderUpdate, type PlacementBlock } from "./EngineBus.js"
 import { Execution, STOPPING, type SubmitResult } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { type Balance, Market } from "./Market.js"
-import { bookBalances, portfolio, type PortfolioSnapshot } from "./Portfolio.js"
+import type { PortfolioSnapshot } from "./Portfolio.js"
 import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
@@ -45,7 +46,7 @@ export const finalizerWork = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<A,
 export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
   scoped: Effect.gen(function* () {
     const journal = yield* OrderJournal
-    const ledger = yield* FillLedger
+    const books = yield* Books
     const bus = yield* EngineBus
     const execution = yield* Execution
     const tracker = yield* Tracker
@@ -146,14 +147,13 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       /** Positions, average cost, realized and unrealized PnL and fees of a strategy's fills; its own balances when it has an allocation. */
       portfolio: (strategyId: string): Effect.Effect<PortfolioSnapshot & { readonly balances?: ReadonlyMap<string, Decimal> }> =>
         Effect.gen(function* () {
-          const fills = yield* ledger.forStrategy(strategyId)
           const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>()))
-          const symbols = [...new Set(fills.map((f) => f.symbol))]
-          for (const symbol of symbols) yield* market.lastPrice(symbol)
-          const prices = yield* market.knownPrices
-          const snapshot = portfolio(fills, pairs, prices)
+          // Only the fills stored since the last read are read: the book keeps the rest.
+          const figures = yield* books.figures(strategyId, pairs, yield* Clock.currentTimeMillis)
+          for (const symbol of figures.symbols) yield* market.lastPrice(symbol)
+          const snapshot = figures.portfolio(yield* market.knownPrices)
           const allocation = settings.allocations.get(strategyId)
-          return allocation === undefined ? snapshot : { ...snapshot, balances: bookBalances(allocation, fills, pairs) }
+          return allocation === undefined ? snapshot : { ...snapshot, balances: figures.balances(allocation) }
         }),
       /** The order the strategy last tagged `tag`, finished or not. */
       orderByTag: (strategyId: string, tag: string) => journal.latestByTag(strategyId, tag),
@@ -195,7 +195,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
  */
 export const layer = (options: EngineOptions) => {
   const settings = Layer.succeed(EngineSettings, resolveSettings(options))
-  const store = Layer.mergeAll(OrderJournal.Default, FillLedger.Default).pipe(Layer.provideMerge(Database.Default({ path: options.dbPath })))
+  const store = Layer.mergeAll(OrderJournal.Default, FillLedger.Default, Books.Default).pipe(Layer.provideMerge(Database.Default({ path: options.dbPath })))
   const base = Layer.mergeAll(settings, store, EngineBus.Default)
   const reads = Layer.mergeAll(Market.Default, FillSync.Default).pipe(Layer.provideMerge(base))
   const execution = Execution.Default.pipe(Layer.provideMerge(reads))

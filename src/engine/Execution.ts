@@ -2,23 +2,28 @@
  * Execution: strategy intents in, journaled orders out. Every intent passes the
  * pre-trade risk check, is written to the journal, and only then is sent. A lost
  * answer makes the order `unknown` for reconciliation; it is never re-sent here.
+ *
+ * Commits are grouped: the intents of one `submit` (a strategy's batch) are risk-checked
+ * and journaled, with the outbox rows they leave, in one transaction; the placements
+ * ready to go out are marked `submitting` together in one commit that is synced to
+ * disk before any of them is sent.
  */
-import { Clock, Effect, FiberSet, Ref } from "effect"
+import { Clock, Deferred, Effect, Either, FiberSet, Queue, Ref } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
-import { alreadyApplied, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
+import { alreadyApplied, type InvalidTransition, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import type { EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
-import { FillLedger } from "../store/FillLedger.js"
-import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
+import { type JournalBatch, OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import type { Accepted } from "../svc/Api.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
 import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
+import { Books } from "./Books.js"
 import { EngineBus, type PlacementBlock } from "./EngineBus.js"
 import { Market } from "./Market.js"
-import { bookBalances, dayPnl, startOfUtcDay } from "./Portfolio.js"
-import { assess, type RefusalReason } from "./Risk.js"
+import { startOfUtcDay } from "./Portfolio.js"
+import { type Approved, assess, type PairRules, type Refused, type RefusalReason } from "./Risk.js"
 import { EngineSettings } from "./Settings.js"
 
 export type SubmitResult =
@@ -104,33 +109,49 @@ const refusalCode = (error: SvcError): string | undefined => {
 }
 
 
+/** What one intent of a batch came to, inside the journal's transaction; reported once it is committed. */
+type Decision =
+  | { readonly _tag: "Placed"; readonly order: OrderRow; readonly notional: Decimal }
+  | { readonly _tag: "RiskRefused"; readonly intentId: string; readonly tag: string; readonly refused: Refused }
+  | { readonly _tag: "CancelRefused"; readonly result: SubmitResult }
+  | { readonly _tag: "Cancel"; readonly result: SubmitResult; readonly marked: OrderRow | undefined }
+
+const addTo = (map: Map<string, Decimal>, key: string, amount: Decimal) => map.set(key, (map.get(key) ?? ZERO).plus(amount))
+
+/** What an unfinished order still holds of its lock: the unfilled part (the filled part is in the fills). */
+const heldBy = (order: OrderRow): Decimal => {
+  const base = order.baseQty
+  return base !== null && base.gt(0) ? order.lockAmount!.mul(base.minus(order.filledBaseQty)).div(base) : order.lockAmount!
+}
+
 export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
   scoped: Effect.gen(function* () {
     const client = yield* SvcClient
     const journal = yield* OrderJournal
-    const ledger = yield* FillLedger
+    const books = yield* Books
     const market = yield* Market
     const bus = yield* EngineBus
     const settings = yield* EngineSettings
     const sends = yield* FiberSet.make()
     const sendPermits = yield* Effect.makeSemaphore(settings.execution.sendConcurrency)
+    /** Placements waiting to be marked `submitting`, in journal order, with where each hears its marked row. */
+    const awaitingMark = new Map<number, Deferred.Deferred<OrderRow | undefined>>()
+    /** Placements marked and waiting for a send slot. */
+    let markedWaiting = 0
+    const markerWake = yield* Queue.sliding<void>(1)
+    /** Orders whose cancel is out; an order leaves when it is final, or when the cancel failed and may be sent again. */
     const cancelsSent = new Set<number>()
     /** While placements are blocked, the time the next placement may go out as a probe. */
     let blockProbeAt = 0
+    /** Per strategy, the UTC day its kill switch was last reported. */
     const killSwitchDay = yield* Ref.make(new Map<string, number>())
 
-    /** Moves an order along the state machine, logs the change and tells subscribers. */
-    const move = (orderId: number, event: OrderEvent, patch: OrderPatch = {}, detail?: string) =>
+    /**
+     * Logs a state change and tells subscribers. `fillsSynced`: whoever moved the order synced
+     * the fills it reports already; otherwise a finished order with fills has them synced now.
+     */
+    const announce = (row: OrderRow, now: number, detail: string | undefined, fillsSynced: boolean) =>
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const moved = yield* Effect.either(journal.transition(orderId, event, patch, now, detail))
-        if (moved._tag === "Left") {
-          // The same outcome reached twice (the tracker and reconciliation, or two reconcile passes, raced): nothing changed.
-          if (alreadyApplied(moved.left.from, moved.left.event)) return undefined
-          yield* logEvent("reconcile.mismatch", { orderId, problem: moved.left.message, ...(detail === undefined ? {} : { detail }) })
-          return undefined
-        }
-        const row = moved.right
         const name = STATE_EVENTS[row.state]
         if (name !== undefined) {
           yield* logEvent(name, {
@@ -148,8 +169,31 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             ...(detail === undefined ? {} : { detail })
           })
         }
+        if (isTerminal(row.state)) cancelsSent.delete(row.orderId)
         yield* bus.publishOrder(row, now)
-        if (row.state === "fill" || (isTerminal(row.state) && row.filledBaseQty.gt(0))) yield* bus.triggerFillSync
+        if (!fillsSynced && (row.state === "fill" || (isTerminal(row.state) && row.filledBaseQty.gt(0)))) yield* bus.triggerFillSync
+      })
+
+    /** What a move that the state machine refused means: nothing, when the outcome was reached already. */
+    const refusedMove = (orderId: number, refusal: InvalidTransition, detail: string | undefined) =>
+      // The same outcome reached twice (the tracker and reconciliation, or two reconcile passes, raced): nothing changed.
+      alreadyApplied(refusal.from, refusal.event)
+        ? Effect.void
+        : logEvent("reconcile.mismatch", { orderId, problem: refusal.message, ...(detail === undefined ? {} : { detail }) })
+
+    /** Moves an order along the state machine, logs the change and tells subscribers. */
+    const move = (orderId: number, event: OrderEvent, patch: OrderPatch = {}, detail?: string, options: { readonly fillsSynced?: boolean } = {}) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const moved = yield* Effect.either(journal.transition(orderId, event, patch, now, detail))
+        if (moved._tag === "Left") {
+          yield* refusedMove(orderId, moved.left, detail)
+          return undefined
+        }
+        const row = moved.right
+        // The order's fills stored before it had a clientOrderId now count for its strategy.
+        if (event === "accept" && row.strategyId !== null && row.clientOrderId !== null) yield* books.attributed(row.strategyId, row.clientOrderId)
+        yield* announce(row, now, detail, options.fillsSynced === true)
         return row
       })
 
@@ -202,12 +246,44 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       }
     }
 
-    /** Sends a journaled order (state `intent`) once, and records what came of it. */
-    const send = (order: OrderRow): Effect.Effect<void> =>
-      sendPermits.withPermits(1)(Effect.gen(function* () {
-        const sending = yield* move(order.orderId, "send", { sentAt: yield* Clock.currentTimeMillis })
-        if (sending === undefined) return
-        const outcome = yield* Effect.either(place(sending))
+    /**
+     * Marks the next group of placements `submitting` in one commit synced to disk, then hands
+     * each its row. A group is marked once the last one has all got send slots: marking runs
+     * ahead of sending by one group, committed while the one before is out, and a crash leaves
+     * at most two groups marked, each resolved by reconciliation (`unknown`).
+     */
+    const markNextGroup = Effect.gen(function* () {
+      // Placements journaled by the same submit join this group.
+      yield* Effect.yieldNow()
+      if (markedWaiting > 0 || awaitingMark.size === 0) return
+      const group = [...awaitingMark].slice(0, settings.execution.sendConcurrency)
+      for (const [orderId] of group) awaitingMark.delete(orderId)
+      markedWaiting += group.length
+      const now = yield* Clock.currentTimeMillis
+      const moved = yield* journal.transitionMany(
+        group.map(([orderId]) => ({ orderId, event: "send" as const, patch: { sentAt: now } })),
+        now,
+        { durable: true }
+      )
+      for (const [i, [orderId]] of group.entries()) {
+        const outcome: Either.Either<OrderRow, InvalidTransition> = moved[i]!
+        if (outcome._tag === "Right") {
+          yield* announce(outcome.right, now, undefined, false)
+        } else {
+          markedWaiting -= 1
+          yield* refusedMove(orderId, outcome.left, undefined)
+        }
+      }
+      // Only now may any of them be sent.
+      for (const [i, [, marked]] of group.entries()) yield* Deferred.succeed(marked, Either.getOrUndefined(moved[i]!))
+      if (markedWaiting === 0) yield* Queue.offer(markerWake, undefined)
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(markNextGroup))))
+
+    /** Records what the service answered to a placement. */
+    const answer = (order: OrderRow) =>
+      Effect.gen(function* () {
+        const outcome = yield* Effect.either(place(order))
         if (outcome._tag === "Right") {
           if ((yield* bus.blocked) !== undefined) yield* Ref.set(bus.block, undefined)
           const now = yield* Clock.currentTimeMillis
@@ -234,163 +310,195 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const block = blockOf(error)
         if (block !== undefined) yield* noteBlock(block)
         yield* move(order.orderId, "refuse", { code }, error.message)
-      }))
-
-    const dailyPnl = (strategyId: string) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const fills = yield* ledger.forStrategy(strategyId)
-        const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
-        const prices = yield* market.knownPrices
-        return dayPnl(fills, pairs, prices, now)
       })
 
-    /**
-     * The instance's own free balances: its allocation moved by its fills, less what its
-     * unfinished orders still hold (the unfilled part; the filled part is in the fills).
-     */
-    const allocationBook = (strategyId: string, own: ReadonlyArray<OrderRow>) =>
+    /** A marked placement took its send slot; the last of a group lets the next group be marked. */
+    const slotTaken = Effect.suspend(() => {
+      markedWaiting -= 1
+      return markedWaiting === 0 ? Queue.offer(markerWake, undefined) : Effect.void
+    })
+
+    /** Sends a journaled order (state `intent`) once, and records what came of it. */
+    const send = (order: OrderRow): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const allocation = settings.allocations.get(strategyId)
-        if (allocation === undefined) return undefined
-        const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
-        const balances = bookBalances(allocation, yield* ledger.forStrategy(strategyId), pairs)
-        for (const order of own) {
-          if (order.lockAsset === null || order.lockAmount === null) continue
-          const base = order.baseQty
-          const held = base !== null && base.gt(0) ? order.lockAmount.mul(base.minus(order.filledBaseQty)).div(base) : order.lockAmount
-          balances.set(order.lockAsset, (balances.get(order.lockAsset) ?? ZERO).minus(held))
-        }
-        return { free: (asset: string): Decimal => balances.get(asset) ?? ZERO, allocated: (asset: string): Decimal => allocation[asset] ?? ZERO }
+        const marked = yield* Deferred.make<OrderRow | undefined>()
+        awaitingMark.set(order.orderId, marked)
+        yield* Queue.offer(markerWake, undefined)
+        const sending = yield* Deferred.await(marked)
+        if (sending !== undefined) yield* sendPermits.withPermits(1)(Effect.zipRight(slotTaken, answer(sending)))
       })
 
-    const placementBlock = Effect.gen(function* () {
-      const block = yield* bus.blocked
+    /** Whether placements are blocked now; past the probe time one is let through, and its answer tells whether the block was resolved. */
+    const blockedAt = (block: PlacementBlock | undefined, now: number): string | undefined => {
       if (block === undefined) return undefined
-      const now = yield* Clock.currentTimeMillis
       if (now >= blockProbeAt) {
-        // Let this one through: its answer tells whether the block was resolved on the website.
         blockProbeAt = now + BLOCK_PROBE_MS
         return undefined
       }
       return `${block.code}: ${block.fix}`
-    })
+    }
 
-    const submitPlacement = (strategyId: string, intent: PlaceIntent, outboxId: number | undefined) =>
+    /** What the risk checks of a batch read from the market and the books: read once, before the batch's transaction. */
+    const riskInputs = (strategyId: string, placements: ReadonlyArray<PlaceIntent>, now: number) =>
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const unfinished = yield* journal.unfinished
-        const own = unfinished.filter((o) => o.strategyId === strategyId)
         const snapshot = yield* market.balances
-        const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
+        const pairs: ReadonlyMap<string, PairRules> = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
+        const lastPrices = new Map<string, Decimal | undefined>()
+        for (const intent of placements) {
+          if (pairs.has(intent.symbol) && !lastPrices.has(intent.symbol)) lastPrices.set(intent.symbol, yield* market.lastPrice(intent.symbol))
+        }
+        const allocation = settings.allocations.get(strategyId)
+        const lossLimited = settings.risk.dailyLossLimit !== undefined
+        const figures = lossLimited || allocation !== undefined ? yield* books.figures(strategyId, pairs, now) : undefined
+        return {
+          snapshot,
+          pairs,
+          lastPrices,
+          dailyPnl: lossLimited ? figures!.dayPnl(yield* market.knownPrices) : ZERO,
+          allocation: allocation === undefined ? undefined : { allocated: allocation, afterFills: figures!.balances(allocation) },
+          block: yield* bus.blocked
+        }
+      })
+
+    type RiskInputs = Effect.Effect.Success<ReturnType<typeof riskInputs>>
+
+    /**
+     * Risk-checks and journals a strategy's intents in order, inside the journal's transaction.
+     * Each check sees the orders journaled before it, in this batch too.
+     */
+    const decide = (j: JournalBatch, strategyId: string, intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number> | undefined, inputs: RiskInputs | undefined, now: number) => {
+      const unfinished = j.unfinished()
+      const own = unfinished.filter((o) => o.strategyId === strategyId)
+      // The wallet does not show yet what orders sent since it was read will lock.
+      const reserved = new Map<string, Decimal>()
+      if (inputs !== undefined) {
+        for (const o of unfinished) {
+          if (o.lockAsset !== null && o.lockAmount !== null && (o.acceptedAt === null || o.acceptedAt >= inputs.snapshot.at)) addTo(reserved, o.lockAsset, o.lockAmount)
+        }
+      }
+      return intents.map((intent, i): Decision => {
+        const outboxId = outboxIds?.[i]
+        if (intent.type === "cancel") return decideCancel(j, strategyId, intent.tag, outboxId, now)
+        const { snapshot, pairs, lastPrices, dailyPnl, allocation, block } = inputs!
         const pair = pairs.get(intent.symbol)
-        const lastPrice = pair === undefined ? undefined : yield* market.lastPrice(intent.symbol)
-        // The wallet does not show yet what orders sent since it was read will lock.
-        const reserved = (asset: string) =>
-          unfinished
-            .filter((o) => o.lockAsset === asset && o.lockAmount !== null && (o.acceptedAt === null || o.acceptedAt >= snapshot.at))
-            .reduce((sum, o) => sum.plus(o.lockAmount!), ZERO)
-        const limits = settings.risk
+        const lastPrice = pair === undefined ? undefined : lastPrices.get(intent.symbol)
         const assessment = assess(
           intent,
           {
             pair,
             lastPrice,
-            available: (asset) => (snapshot.byAsset.get(asset)?.free ?? ZERO).minus(reserved(asset)),
+            available: (asset) => (snapshot.byAsset.get(asset)?.free ?? ZERO).minus(reserved.get(asset) ?? ZERO),
             openOrders: own.length,
             openNotional: own.reduce(
               (sum, o) => sum.plus(o.lockAsset === pair?.quote ? (o.lockAmount ?? ZERO) : (o.lockAmount ?? ZERO).mul(o.limitPrice ?? lastPrice ?? ZERO)),
               ZERO
             ),
             tagInUse: own.some((o) => o.tag === intent.tag),
-            dailyPnl: limits.dailyLossLimit === undefined ? ZERO : yield* dailyPnl(strategyId),
-            placementsBlocked: yield* placementBlock,
-            allocation: yield* allocationBook(strategyId, own)
+            dailyPnl,
+            placementsBlocked: blockedAt(block, now),
+            allocation: allocation === undefined ? undefined : ownBook(allocation, own)
           },
-          limits
+          settings.risk
         )
         if (assessment._tag === "Refused") {
-          const intentId = yield* journal.journalIntent({
-            strategyId,
-            tag: intent.tag,
-            type: intent.type,
-            body: intent,
-            refusal: assessment.reason,
-            now,
-            outboxId
-          })
-          if (assessment.reason === "kill-switch") {
-            const day = startOfUtcDay(now)
-            const tripped = yield* Ref.modify(killSwitchDay, (m) => [m.get(strategyId) === day, new Map(m).set(strategyId, day)])
-            if (!tripped) yield* logEvent("risk.kill-switch", { strategy: strategyId, detail: assessment.detail })
-          }
-          yield* logEvent("risk.refused", { strategy: strategyId, tag: intent.tag, intentId, reason: assessment.reason, detail: assessment.detail })
-          return { _tag: "Refused", intentId, tag: intent.tag, reason: assessment.reason, detail: assessment.detail } as const
+          const intentId = j.journalIntent({ strategyId, tag: intent.tag, type: intent.type, body: intent, refusal: assessment.reason, now, outboxId })
+          return { _tag: "RiskRefused", intentId, tag: intent.tag, refused: assessment }
         }
-        const order = yield* journal.journalPlacement({
-          strategyId,
-          tag: intent.tag,
-          body: intent,
-          placement: { ...assessment.order, lockAsset: assessment.lock.asset, lockAmount: assessment.lock.amount },
-          now,
-          outboxId
-        })
-        yield* logEvent("order.intent", {
-          strategy: strategyId,
-          tag: intent.tag,
-          intentId: order.intentId,
-          symbol: order.symbol,
-          side: order.side,
-          type: order.type,
-          notional: assessment.notional.toFixed()
-        })
-        yield* bus.publishOrder(order, now)
-        yield* FiberSet.run(sends, send(order))
-        return { _tag: "Approved", intentId: order.intentId!, tag: intent.tag, orderId: order.orderId } as const
+        const order = journalApproved(j, strategyId, intent, assessment, now, outboxId)
+        own.push(order)
+        addTo(reserved, assessment.lock.asset, assessment.lock.amount)
+        return { _tag: "Placed", order, notional: assessment.notional }
+      })
+    }
+
+    const journalApproved = (j: JournalBatch, strategyId: string, intent: PlaceIntent, assessment: Approved, now: number, outboxId: number | undefined) =>
+      j.journalPlacement({
+        strategyId,
+        tag: intent.tag,
+        body: intent,
+        placement: { ...assessment.order, lockAsset: assessment.lock.asset, lockAmount: assessment.lock.amount },
+        now,
+        outboxId
       })
 
-    const submitCancel = (strategyId: string, tag: string, outboxId: number | undefined) =>
+    /** The instance's own free balances: its allocation moved by its fills, less what its unfinished orders still hold. */
+    const ownBook = (allocation: { readonly allocated: Readonly<Record<string, Decimal>>; readonly afterFills: ReadonlyMap<string, Decimal> }, own: ReadonlyArray<OrderRow>) => {
+      const free = new Map(allocation.afterFills)
+      for (const order of own) if (order.lockAsset !== null && order.lockAmount !== null) addTo(free, order.lockAsset, heldBy(order).neg())
+      return { free: (asset: string): Decimal => free.get(asset) ?? ZERO, allocated: (asset: string): Decimal => allocation.allocated[asset] ?? ZERO }
+    }
+
+    const decideCancel = (j: JournalBatch, strategyId: string, tag: string, outboxId: number | undefined, now: number): Decision => {
+      const order = j.latestByTag(strategyId, tag)
+      const refusal =
+        order === undefined
+          ? ({ reason: "unknown-tag", detail: `the strategy has no order tagged ${tag}` } as const)
+          : isTerminal(order.state)
+            ? ({ reason: "already-final", detail: `the order tagged ${tag} is already ${order.state}` } as const)
+            : order.type === "market"
+              ? ({ reason: "market-order", detail: `the order tagged ${tag} is a market order: it fills or is rejected as a whole, and cannot be cancelled` } as const)
+              : undefined
+      const intentId = j.journalIntent({ strategyId, tag, type: "cancel", body: { type: "cancel", tag }, refusal: refusal?.reason ?? null, now, outboxId })
+      if (refusal !== undefined || order === undefined) {
+        return { _tag: "CancelRefused", result: { _tag: "Refused", intentId, tag, reason: refusal?.reason ?? "unknown-tag", detail: refusal?.detail ?? "" } }
+      }
+      // An order still being placed is cancelled as soon as the service names it.
+      return { _tag: "Cancel", result: { _tag: "Approved", intentId, tag, orderId: order.orderId }, marked: j.update(order.orderId, { cancelRequested: true }, now) }
+    }
+
+    /** Logs, publishes and sends what a committed batch decided. */
+    const carryOut = (strategyId: string, decision: Decision, now: number): Effect.Effect<SubmitResult> =>
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const order = yield* journal.latestByTag(strategyId, tag)
-        const refusal =
-          order === undefined
-            ? ({ reason: "unknown-tag", detail: `the strategy has no order tagged ${tag}` } as const)
-            : isTerminal(order.state)
-              ? ({ reason: "already-final", detail: `the order tagged ${tag} is already ${order.state}` } as const)
-              : order.type === "market"
-                ? ({ reason: "market-order", detail: `the order tagged ${tag} is a market order: it fills or is rejected as a whole, and cannot be cancelled` } as const)
-                : undefined
-        const intentId = yield* journal.journalIntent({
-          strategyId,
-          tag,
-          type: "cancel",
-          body: { type: "cancel", tag },
-          refusal: refusal?.reason ?? null,
-          now,
-          outboxId
-        })
-        if (refusal !== undefined || order === undefined) {
-          return { _tag: "Refused", intentId, tag, reason: refusal?.reason ?? "unknown-tag", detail: refusal?.detail ?? "" } as const
+        switch (decision._tag) {
+          case "Placed": {
+            const { order } = decision
+            yield* logEvent("order.intent", {
+              strategy: strategyId,
+              tag: order.tag,
+              intentId: order.intentId,
+              symbol: order.symbol,
+              side: order.side,
+              type: order.type,
+              notional: decision.notional.toFixed()
+            })
+            yield* bus.publishOrder(order, now)
+            yield* FiberSet.run(sends, send(order))
+            return { _tag: "Approved", intentId: order.intentId!, tag: order.tag!, orderId: order.orderId }
+          }
+          case "RiskRefused": {
+            const { refused, intentId, tag } = decision
+            if (refused.reason === "kill-switch") {
+              const day = startOfUtcDay(now)
+              const tripped = yield* Ref.modify(killSwitchDay, (m) => [m.get(strategyId) === day, new Map(m).set(strategyId, day)])
+              if (!tripped) yield* logEvent("risk.kill-switch", { strategy: strategyId, detail: refused.detail })
+            }
+            yield* logEvent("risk.refused", { strategy: strategyId, tag, intentId, reason: refused.reason, detail: refused.detail })
+            return { _tag: "Refused", intentId, tag, reason: refused.reason, detail: refused.detail }
+          }
+          case "CancelRefused":
+            return decision.result
+          case "Cancel":
+            if (decision.marked !== undefined) yield* FiberSet.run(sends, sendCancel(decision.marked))
+            return decision.result
         }
-        // An order still being placed is cancelled as soon as the service names it.
-        const marked = yield* markCancel(order)
-        if (marked !== undefined) yield* FiberSet.run(sends, sendCancel(marked))
-        return { _tag: "Approved", intentId, tag, orderId: order.orderId } as const
       })
 
     return {
       /**
        * Journals and sends a strategy's intents in order; each is Approved (journaled) or
        * Refused (with the reason). `outboxIds`, when the intents were saved in the
-       * strategy outbox, names each one's row, taken out as it is journaled.
+       * strategy outbox, names each one's row, taken out as it is journaled. The whole
+       * batch is one transaction; nothing is sent before it is committed.
        */
       submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds?: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
-        Effect.forEach(
-          intents,
-          (intent, i): Effect.Effect<SubmitResult> =>
-            intent.type === "cancel" ? submitCancel(strategyId, intent.tag, outboxIds?.[i]) : submitPlacement(strategyId, intent, outboxIds?.[i])
-        ),
+        Effect.gen(function* () {
+          if (intents.length === 0) return []
+          const now = yield* Clock.currentTimeMillis
+          const placements = intents.filter((intent): intent is PlaceIntent => intent.type !== "cancel")
+          const inputs = placements.length === 0 ? undefined : yield* riskInputs(strategyId, placements, now)
+          const decisions = yield* journal.batch((j) => decide(j, strategyId, intents, outboxIds, inputs, now))
+          return yield* Effect.forEach(decisions, (decision) => carryOut(strategyId, decision, now))
+        }),
       /** Sends an order journaled in state `intent` (used by the startup reconcile for intents a crash left unsent). */
       send: (order: OrderRow) => FiberSet.run(sends, send(order)),
       markCancel,

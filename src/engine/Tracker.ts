@@ -1,10 +1,12 @@
 /**
  * The tracker follows every accepted order until its kind is terminal. Orders
- * are polled fast right after acceptance and slowly while they rest; when many
- * are due at once, one open-orders call answers for all of them and only the
- * orders missing from it (their state is in doubt) get a status call each.
+ * are polled fast right after acceptance until they settle, and slowly while they
+ * rest; when many are due at once, one open-orders call answers for all of them
+ * and only the orders missing from it (their state is in doubt) get a status call
+ * each.
  *
- * When an order has filled more, the fills are synced before the progress is
+ * A poll round gathers what every answer says first. When any order has filled
+ * more, the fills are synced once for the round before any of its progress is
  * published, so whoever follows the engine hears the fills first. Polls never
  * overlap: one that starts reads the journal as the last one left it.
  */
@@ -39,6 +41,16 @@ export interface PollReport {
   readonly openOrdersCalls: number
 }
 
+/** What one poll round learned, applied once every answer is in. */
+interface Round {
+  /** New poll times only, written for the whole round in one transaction. */
+  readonly reschedule: Array<readonly [number, OrderPatch]>
+  /** State changes and progress, in the order they were observed. */
+  readonly moves: Array<{ readonly row: OrderRow; readonly event: OrderEvent; readonly patch: OrderPatch; readonly progressed: boolean }>
+  /** Orders whose cancel is owed again: their kind did not change. */
+  readonly cancels: Array<OrderRow>
+}
+
 export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
   effect: Effect.gen(function* () {
     const client = yield* SvcClient
@@ -50,39 +62,43 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     const allSettings = yield* EngineSettings
     const settings = allSettings.tracker
     const lock = yield* Effect.makeSemaphore(1)
-    const unknownKindsLogged = new Set<string>()
+    /** Orders whose unknown kind was logged, with the kinds; an order leaves once it is no longer live. */
+    const unknownKindsLogged = new Map<number, Set<string>>()
 
-    const nextPoll = (row: OrderRow, now: number): number =>
-      row.cancelRequested || row.acceptedAt === null || now - row.acceptedAt < settings.fastWindowMs
+    /** Fast until the order settles (or while its cancel is out), slow while it rests or waits for its stop. */
+    const nextPoll = (row: OrderRow, kind: string, now: number): number =>
+      row.cancelRequested || (kind !== "resting" && (row.acceptedAt === null || now - row.acceptedAt < settings.fastWindowMs))
         ? now + settings.fastPollMs
         : now + settings.restingPollMs
 
-    /**
-     * Applies one observation of an order's kind and progress. A change of state is written
-     * at once; a mere new poll time goes to `reschedule`, written for the whole poll in one transaction.
-     */
-    const observe = (row: OrderRow, status: ObservedStatus, reschedule: Array<readonly [number, OrderPatch]>) =>
+    /** Applies one observation of an order's kind and progress to the round. */
+    const observe = (row: OrderRow, status: ObservedStatus, round: Round) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         // An answer ends a run of ORDER_NOT_FOUND probes.
         const schedule = {
-          nextPollAt: nextPoll(row, now),
+          nextPollAt: nextPoll(row, status.kind, now),
           polls: row.polls + 1,
           ...(row.notFoundProbes > 0 ? { notFoundProbes: 0 } : {}),
           ...(row.venueCreatedAt === null && status.createdAt !== undefined ? { venueCreatedAt: status.createdAt } : {}),
           ...(status.kind === "cancelled" && row.venueCancelledAt === null && status.updatedAt !== undefined ? { venueCancelledAt: status.updatedAt } : {})
         }
         if (!KNOWN_KINDS.has(status.kind)) {
-          const key = `${row.orderId}:${status.kind}`
-          if (!unknownKindsLogged.has(key)) {
-            unknownKindsLogged.add(key)
+          const logged = unknownKindsLogged.get(row.orderId) ?? new Set<string>()
+          if (!logged.has(status.kind)) {
+            unknownKindsLogged.set(row.orderId, logged.add(status.kind))
             yield* logEvent("order.kind-unknown", { clientOrderId: row.clientOrderId, kind: status.kind })
           }
-          reschedule.push([row.orderId, schedule])
+          round.reschedule.push([row.orderId, schedule])
           return
         }
-        const event = status.kind as OrderEvent
         const progressed = !status.filledBaseQty.eq(row.filledBaseQty)
+        if (status.kind === row.state && !progressed) {
+          round.reschedule.push([row.orderId, schedule])
+          if (row.cancelRequested) round.cancels.push(row)
+          return
+        }
+        if (!isOrderEvent(status.kind)) return
         const patch = {
           ...schedule,
           kind: status.kind,
@@ -90,19 +106,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           ...(status.avgPrice === undefined ? {} : { avgPrice: status.avgPrice }),
           ...(status.code === undefined ? {} : { code: status.code })
         }
-        if (status.kind === row.state && !progressed) {
-          reschedule.push([row.orderId, schedule])
-          if (row.cancelRequested) yield* execution.sendCancel(row)
-          return
-        }
-        if (progressed) {
-          // The fills first: an update reporting them must not reach a strategy before they do.
-          yield* fillSync.syncOnce.pipe(
-            Effect.catchAll((error) => Effect.zipRight(logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync))
-          )
-        }
-        const moved = isOrderEvent(event) ? yield* execution.move(row.orderId, event, patch) : undefined
-        if (moved !== undefined && moved.cancelRequested && moved.terminalAt === null) yield* execution.sendCancel(moved)
+        round.moves.push({ row, event: status.kind, patch, progressed })
       })
 
     /**
@@ -110,15 +114,15 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
      * takes. After `lostAfterProbes` such answers in a row, and only if its open orders and our
      * fills do not know the order either, it is lost: reported once, and polled no more.
      */
-    const probeMissing = (row: OrderRow, now: number, reschedule: Array<readonly [number, OrderPatch]>) =>
+    const probeMissing = (row: OrderRow, now: number, round: Round) =>
       Effect.gen(function* () {
         const probes = row.notFoundProbes + 1
         const again: OrderPatch = { notFoundProbes: probes, nextPollAt: now + settings.restingPollMs }
-        if (probes < settings.lostAfterProbes) return reschedule.push([row.orderId, again])
+        if (probes < settings.lostAfterProbes) return round.reschedule.push([row.orderId, again])
         const open = yield* Effect.either(client.openOrders(row.symbol))
         const fills = yield* ledger.forOrder(row.clientOrderId!)
         if (open._tag === "Left" || open.right.some((o) => o.clientOrderId === row.clientOrderId) || fills.length > 0) {
-          return reschedule.push([row.orderId, again])
+          return round.reschedule.push([row.orderId, again])
         }
         const lost = yield* execution.move(
           row.orderId,
@@ -137,24 +141,42 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         }
       })
 
-    const pollStatus = (row: OrderRow, reschedule: Array<readonly [number, OrderPatch]>) =>
+    const pollStatus = (row: OrderRow, round: Round) =>
       client.orderStatus(row.clientOrderId!).pipe(
-        Effect.flatMap((status) => observe(row, status, reschedule)),
+        Effect.flatMap((status) => observe(row, status, round)),
         Effect.catchAll((error) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             yield* logEvent("request.failed", { what: "order status", clientOrderId: row.clientOrderId, error: error.message })
             const settled = row.acceptedAt !== null && now - row.acceptedAt >= allSettings.reconcile.settleDelayMs
-            if (error._tag === "RequestInvalid" && error.code === ErrorCode.orderNotFound && settled) return yield* probeMissing(row, now, reschedule)
-            reschedule.push([row.orderId, { nextPollAt: now + settings.restingPollMs }])
+            if (error._tag === "RequestInvalid" && error.code === ErrorCode.orderNotFound && settled) return yield* probeMissing(row, now, round)
+            round.reschedule.push([row.orderId, { nextPollAt: now + settings.restingPollMs }])
           })
         )
       )
 
+    /** Publishes what the round learned: the fills first (one sync for the round), then the orders' progress. */
+    const apply = (round: Round) =>
+      Effect.gen(function* () {
+        if (round.moves.some((m) => m.progressed)) {
+          // The fills first: an update reporting them must not reach a strategy before they do.
+          yield* fillSync.syncOnce.pipe(
+            Effect.catchAll((error) => Effect.zipRight(logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync))
+          )
+        }
+        for (const { row, event, patch } of round.moves) {
+          // The fills were synced above, or a sync is triggered: the move need not ask for one.
+          const moved = yield* execution.move(row.orderId, event, patch, undefined, { fillsSynced: true })
+          if (moved !== undefined && moved.cancelRequested && moved.terminalAt === null) round.cancels.push(moved)
+        }
+        yield* Effect.forEach(round.cancels, execution.sendCancel, { discard: true })
+        yield* journal.updateMany(round.reschedule, yield* Clock.currentTimeMillis)
+      })
+
     /** Polls `due`, a part of the live orders `live`. */
     const poll = (live: ReadonlyArray<OrderRow>, due: ReadonlyArray<OrderRow>) =>
       Effect.gen(function* () {
-        const reschedule: Array<readonly [number, OrderPatch]> = []
+        const round: Round = { reschedule: [], moves: [], cancels: [] }
         let inDoubt: ReadonlyArray<OrderRow> = due
         let openOrdersCalls = 0
         // One open-orders answer covers every live order; observing them all lines their polls up for the next batch.
@@ -165,14 +187,18 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
             const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
             for (const row of live) {
               const seen = byId.get(row.clientOrderId!)
-              if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty, createdAt: seen.createdAt }, reschedule)
+              if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty, createdAt: seen.createdAt }, round)
             }
             // Missing from the list: finished, or not listed yet; only a status call tells which.
             inDoubt = due.filter((row) => !byId.has(row.clientOrderId!))
           }
         }
-        yield* Effect.forEach(inDoubt, (row) => pollStatus(row, reschedule), { concurrency: settings.concurrency, discard: true })
-        yield* journal.updateMany(reschedule, yield* Clock.currentTimeMillis)
+        yield* Effect.forEach(inDoubt, (row) => pollStatus(row, round), { concurrency: settings.concurrency, discard: true })
+        yield* apply(round)
+        if (unknownKindsLogged.size > 0) {
+          const liveIds = new Set((yield* liveOrders).map((row) => row.orderId))
+          for (const orderId of unknownKindsLogged.keys()) if (!liveIds.has(orderId)) unknownKindsLogged.delete(orderId)
+        }
         return { due: due.length, statusCalls: inDoubt.length, openOrdersCalls }
       })
 

@@ -1,7 +1,8 @@
 /**
  * The SQLite database: one better-sqlite3 connection (the single writer), WAL
  * journal, migrated on open and closed when its scope ends. Every state change
- * of svcbot is one `transaction`.
+ * of svcbot is one `transaction`; the one commit that must reach the disk before
+ * a request leaves (an order marked as being sent) is a `durableTransaction`.
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Effect } from "effect"
@@ -20,11 +21,39 @@ const connect = (path: string): BetterSqlite3.Database => {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true })
   const db = new BetterSqlite3(path)
   db.pragma("journal_mode = WAL")
-  // FULL: a journaled intent must survive a crash of the machine, not only of the process.
-  db.pragma("synchronous = FULL")
+  // NORMAL: a commit is written to the WAL but not fsync'd, so a kill of the process loses
+  // nothing (the OS has the pages) and a power loss can lose the last commits. WAL frames are
+  // replayed in order up to the last whole commit, so what survives is always a prefix of the
+  // commit history: the database looks as if the process had been killed a little earlier.
+  // That is safe for everything except a request that already left: the venue would know an
+  // order the journal forgot. So the commit that marks placements `submitting` is made with
+  // FULL (`durableTransaction`), and it syncs the WAL up to and including itself before the
+  // placements are sent. What a power loss can then lose: strategy states with outbox rows
+  // whose intents were never sent (the strategy re-decides from its older state; nothing was
+  // placed for them), intents journaled but not sent (the older state no longer wants them),
+  // acceptances and progress (the order is `submitting` or behind at the next start, becomes
+  // `unknown` and reconciliation finds it among open orders and fills), and fill pages (their
+  // cursor is stored with them, so the next pass reads them again). No order the venue saw is
+  // missing from the journal, so none is sent twice and none is lost.
+  db.pragma("synchronous = NORMAL")
   db.pragma("foreign_keys = ON")
   db.pragma("busy_timeout = 5000")
   return db
+}
+
+/**
+ * Runs `body` as one transaction committed with `synchronous = FULL`: it is on disk, with
+ * every commit before it, when this returns. For the commit after which a request leaves.
+ * Not inside another transaction (SQLite cannot change the safety level there).
+ */
+export const durableTransaction = <A>(db: BetterSqlite3.Database, body: () => A): A => {
+  if (db.inTransaction) throw new Error("a durable transaction cannot run inside another transaction")
+  db.pragma("synchronous = FULL")
+  try {
+    return db.transaction(body)()
+  } finally {
+    db.pragma("synchronous = NORMAL")
+  }
 }
 
 /** Opens and migrates the database file outside Effect (benchmarks, inspection tools); the caller closes it. */

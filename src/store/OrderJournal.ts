@@ -2,6 +2,11 @@
  * The order journal: intents (written before anything is sent), orders with
  * their state, and every order event. Each state change is checked against the
  * order state machine and written in one transaction with its event row.
+ *
+ * The unfinished orders are also held in memory, in step with every write (a row
+ * is rebuilt from the table when a transaction fails): risk checks, the tracker and
+ * the strategies' views read them on every intent, poll and event without touching
+ * SQLite. The table stays the truth; a start reads the unfinished orders from it.
  */
 import type BetterSqlite3 from "better-sqlite3"
 import { Effect, Either } from "effect"
@@ -10,7 +15,7 @@ import * as Json from "../domain/Json.js"
 import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
 import type { OrderTerms, PlacementTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
-import { Database } from "./Database.js"
+import { Database, durableTransaction } from "./Database.js"
 
 export type OrderOrigin = "journal" | "external"
 
@@ -188,6 +193,70 @@ const toIntent = (raw: {
 /** The deterministic id of a strategy's n-th intent. */
 export const intentIdOf = (strategyId: string, seq: number): string => `${strategyId}:${String(seq).padStart(6, "0")}`
 
+export interface PlacementInput {
+  readonly strategyId: string
+  readonly tag: string
+  readonly body: unknown
+  readonly placement: PlacementRecord
+  readonly now: number
+  /** The strategy outbox row this intent was saved in, if any. */
+  readonly outboxId?: number | undefined
+}
+
+export interface IntentInput {
+  readonly strategyId: string
+  readonly tag: string
+  readonly type: string
+  readonly body: unknown
+  readonly refusal: string | null
+  readonly now: number
+  readonly outboxId?: number | undefined
+}
+
+export interface Move {
+  readonly orderId: number
+  readonly event: OrderEvent
+  readonly patch: OrderPatch
+  readonly detail?: string | undefined
+}
+
+/** The journal's writes and reads inside one transaction (`OrderJournal.batch`): plain calls, no Effect. */
+export interface JournalBatch {
+  readonly journalPlacement: (input: PlacementInput) => OrderRow
+  readonly journalIntent: (input: IntentInput) => string
+  readonly update: (orderId: number, patch: OrderPatch, now: number) => OrderRow
+  readonly latestByTag: (strategyId: string, tag: string) => OrderRow | undefined
+  /** The unfinished orders, including those journaled earlier in this batch. */
+  readonly unfinished: () => ReadonlyArray<OrderRow>
+}
+
+/** The row a patch leaves, as the table holds it after `UPDATE`. */
+const patched = (row: OrderRow, patch: OrderPatch, state: OrderState | undefined, now: number): OrderRow => {
+  const terminal = state !== undefined && isTerminal(state)
+  const lastKind = row.kindsSeen[row.kindsSeen.length - 1]
+  return {
+    ...row,
+    state: state ?? row.state,
+    // A finished order is never polled again, whatever the patch asked for.
+    terminalAt: terminal ? now : row.terminalAt,
+    nextPollAt: terminal ? null : patch.nextPollAt !== undefined ? patch.nextPollAt : row.nextPollAt,
+    kindsSeen: patch.kind !== undefined && lastKind !== patch.kind ? [...row.kindsSeen, patch.kind] : row.kindsSeen,
+    clientOrderId: patch.clientOrderId ?? row.clientOrderId,
+    code: patch.code !== undefined ? patch.code : row.code,
+    filledBaseQty: patch.filledBaseQty ?? row.filledBaseQty,
+    avgPrice: patch.avgPrice !== undefined ? patch.avgPrice : row.avgPrice,
+    sentAt: patch.sentAt ?? row.sentAt,
+    lostAt: patch.lostAt ?? row.lostAt,
+    acceptedAt: patch.acceptedAt ?? row.acceptedAt,
+    venueCreatedAt: patch.venueCreatedAt ?? row.venueCreatedAt,
+    venueCancelledAt: patch.venueCancelledAt ?? row.venueCancelledAt,
+    polls: patch.polls ?? row.polls,
+    cancelRequested: patch.cancelRequested ?? row.cancelRequested,
+    notFoundProbes: patch.notFoundProbes ?? row.notFoundProbes,
+    updatedAt: now
+  }
+}
+
 export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJournal", {
   effect: Effect.gen(function* () {
     const { sqlite } = yield* Database
@@ -201,12 +270,18 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         lock_asset, lock_amount, accepted_at, created_at, updated_at)
         VALUES (@intentId, @strategyId, @tag, @origin, @clientOrderId, @state, @kindsSeen, @symbol, @side, @type, @baseQty,
         @quoteOrderQty, @limitPrice, @stopPrice, @maxSlippageBps, @filledBaseQty, @lockAsset, @lockAmount, @acceptedAt, @now, @now)`),
+      // Every column a state change or progress can touch, written from the row the journal holds.
+      updateOrder: sqlite.prepare(`UPDATE orders SET state = @state, kinds_seen = @kindsSeen, client_order_id = @clientOrderId,
+        code = @code, filled_base_qty = @filledBaseQty, avg_price = @avgPrice, cancel_requested = @cancelRequested,
+        sent_at = @sentAt, lost_at = @lostAt, accepted_at = @acceptedAt, venue_created_at = @venueCreatedAt,
+        venue_cancelled_at = @venueCancelledAt, terminal_at = @terminalAt, next_poll_at = @nextPollAt, polls = @polls,
+        not_found_probes = @notFoundProbes, updated_at = @updatedAt WHERE order_id = @orderId`),
       insertEvent: sqlite.prepare(
         "INSERT INTO order_events (order_id, from_state, to_state, kind, code, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
       ),
+      takeOutbox: sqlite.prepare("DELETE FROM strategy_outbox WHERE id = ?"),
       byId: sqlite.prepare("SELECT * FROM orders WHERE order_id = ?"),
       byClientOrderId: sqlite.prepare("SELECT * FROM orders WHERE client_order_id = ?"),
-      inFlight: sqlite.prepare("SELECT 1 FROM orders WHERE state IN ('submitting', 'unknown') LIMIT 1"),
       byIntent: sqlite.prepare("SELECT * FROM orders WHERE intent_id = ?"),
       latestByTag: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? AND tag = ? ORDER BY order_id DESC LIMIT 1"),
       intentsByTag: sqlite.prepare("SELECT COUNT(*) AS n FROM intents WHERE strategy_id = ? AND tag = ?"),
@@ -220,127 +295,205 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       intents: sqlite.prepare("SELECT * FROM intents ORDER BY created_at, intent_id"),
       events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id")
     }
-    const inStates = (states: ReadonlyArray<OrderState>) =>
-      sqlite.prepare(`SELECT * FROM orders WHERE state IN (${states.map(() => "?").join(",")}) ORDER BY order_id`)
+    /** Reads by a set of states that includes finished ones, one statement per set. */
+    const byStates = new Map<string, BetterSqlite3.Statement>()
+    const inStatesQuery = (states: ReadonlyArray<OrderState>) => {
+      const key = states.join(",")
+      let statement = byStates.get(key)
+      if (statement === undefined) {
+        statement = sqlite.prepare(`SELECT * FROM orders WHERE state IN (${states.map(() => "?").join(",")}) ORDER BY order_id`)
+        byStates.set(key, statement)
+      }
+      return statement
+    }
 
-    // Patches touch a handful of column sets; each distinct UPDATE is prepared once.
-    const updates = new Map<string, BetterSqlite3.Statement>()
+    /** Unfinished orders by id, in id order (ids grow, and a Map keeps insertion order). */
+    const open = new Map<number, OrderRow>()
+    const openByClientOrderId = new Map<string, OrderRow>()
+    /** The last intent sequence number of each strategy that journaled one since the start. */
+    const seqs = new Map<string, number>()
+
+    const hold = (row: OrderRow): void => {
+      if (isTerminal(row.state)) {
+        open.delete(row.orderId)
+        if (row.clientOrderId !== null) openByClientOrderId.delete(row.clientOrderId)
+        return
+      }
+      open.set(row.orderId, row)
+      if (row.clientOrderId !== null) openByClientOrderId.set(row.clientOrderId, row)
+    }
+    const reload = (): void => {
+      open.clear()
+      openByClientOrderId.clear()
+      seqs.clear()
+      for (const raw of q.unfinished.all() as Array<RawOrder>) hold(toRow(raw))
+    }
+    reload()
+
+    const transact = sqlite.transaction((work: () => unknown) => work())
+    /**
+     * Runs journal work as one transaction (a savepoint inside an open one). A failed one is
+     * rolled back, and the rows held in memory are read again from the table it left.
+     */
+    const writing = <A>(work: () => A, durable = false): A => {
+      try {
+        return durable ? durableTransaction(sqlite, work) : (transact(work) as A)
+      } catch (error) {
+        reload()
+        throw error
+      }
+    }
 
     const getById = (orderId: number): OrderRow => {
+      const held = open.get(orderId)
+      if (held !== undefined) return held
       const raw = q.byId.get(orderId) as RawOrder | undefined
       if (raw === undefined) throw new Error(`order ${orderId} is not in the journal`)
       return toRow(raw)
     }
 
-    const applyPatch = (orderId: number, patch: OrderPatch, state: OrderState | undefined, now: number): void => {
-      const sets: Array<string> = ["updated_at = @now"]
-      const params: Record<string, unknown> = { orderId, now }
-      const set = (column: string, value: unknown) => {
-        sets.push(`${column} = @${column}`)
-        params[column] = value
-      }
-      const terminal = state !== undefined && isTerminal(state)
-      if (state !== undefined) set("state", state)
-      if (terminal) set("terminal_at", now)
-      // A finished order is never polled again, whatever the patch asked for.
-      if (terminal) set("next_poll_at", null)
-      else if (patch.nextPollAt !== undefined) set("next_poll_at", patch.nextPollAt)
-      if (patch.clientOrderId !== undefined) set("client_order_id", patch.clientOrderId)
-      if (patch.code !== undefined) set("code", patch.code)
-      if (patch.filledBaseQty !== undefined) set("filled_base_qty", patch.filledBaseQty.toFixed())
-      if (patch.avgPrice !== undefined) set("avg_price", text(patch.avgPrice))
-      if (patch.sentAt !== undefined) set("sent_at", patch.sentAt)
-      if (patch.lostAt !== undefined) set("lost_at", patch.lostAt)
-      if (patch.acceptedAt !== undefined) set("accepted_at", patch.acceptedAt)
-      if (patch.venueCreatedAt !== undefined) set("venue_created_at", patch.venueCreatedAt)
-      if (patch.venueCancelledAt !== undefined) set("venue_cancelled_at", patch.venueCancelledAt)
-      if (patch.polls !== undefined) set("polls", patch.polls)
-      if (patch.cancelRequested !== undefined) set("cancel_requested", patch.cancelRequested ? 1 : 0)
-      if (patch.notFoundProbes !== undefined) set("not_found_probes", patch.notFoundProbes)
-      if (patch.kind !== undefined) {
-        const current = getById(orderId).kindsSeen
-        if (current[current.length - 1] !== patch.kind) set("kinds_seen", [...current, patch.kind].join(","))
-      }
-      const sql = `UPDATE orders SET ${sets.join(", ")} WHERE order_id = @orderId`
-      let update = updates.get(sql)
-      if (update === undefined) {
-        update = sqlite.prepare(sql)
-        updates.set(sql, update)
-      }
-      update.run(params)
+    const write = (row: OrderRow): OrderRow => {
+      q.updateOrder.run({
+        orderId: row.orderId,
+        state: row.state,
+        kindsSeen: row.kindsSeen.join(","),
+        clientOrderId: row.clientOrderId,
+        code: row.code,
+        filledBaseQty: row.filledBaseQty.toFixed(),
+        avgPrice: text(row.avgPrice),
+        cancelRequested: row.cancelRequested ? 1 : 0,
+        sentAt: row.sentAt,
+        lostAt: row.lostAt,
+        acceptedAt: row.acceptedAt,
+        venueCreatedAt: row.venueCreatedAt,
+        venueCancelledAt: row.venueCancelledAt,
+        terminalAt: row.terminalAt,
+        nextPollAt: row.nextPollAt,
+        polls: row.polls,
+        notFoundProbes: row.notFoundProbes,
+        updatedAt: row.updatedAt
+      })
+      hold(row)
+      return row
     }
 
-    const takeOutbox = sqlite.prepare("DELETE FROM strategy_outbox WHERE id = ?")
+    const update = (orderId: number, patch: OrderPatch, now: number): OrderRow => write(patched(getById(orderId), patch, undefined, now))
+
+    const move = (m: Move, now: number): Either.Either<OrderRow, InvalidTransition> => {
+      const current = getById(m.orderId)
+      const next = transition(current.state, m.event)
+      if (Either.isLeft(next)) return Either.left(next.left)
+      const row = write(patched(current, m.patch, next.right, now))
+      q.insertEvent.run(m.orderId, current.state, next.right, m.patch.kind ?? null, m.patch.code ?? null, m.detail ?? null, now)
+      return Either.right(row)
+    }
+
+    const insertOrder = (row: Omit<OrderRow, "orderId">): OrderRow => {
+      const result = q.insertOrder.run({
+        intentId: row.intentId,
+        strategyId: row.strategyId,
+        tag: row.tag,
+        origin: row.origin,
+        clientOrderId: row.clientOrderId,
+        state: row.state,
+        kindsSeen: row.kindsSeen.join(","),
+        symbol: row.symbol,
+        side: row.side,
+        type: row.type,
+        baseQty: text(row.baseQty),
+        quoteOrderQty: text(row.quoteOrderQty),
+        limitPrice: text(row.limitPrice),
+        stopPrice: text(row.stopPrice),
+        maxSlippageBps: row.maxSlippageBps,
+        filledBaseQty: row.filledBaseQty.toFixed(),
+        lockAsset: row.lockAsset,
+        lockAmount: text(row.lockAmount),
+        acceptedAt: row.acceptedAt,
+        now: row.createdAt
+      })
+      const inserted: OrderRow = { ...row, orderId: Number(result.lastInsertRowid) }
+      hold(inserted)
+      return inserted
+    }
+
     /** Journals one intent; the strategy outbox row it came from goes in the same transaction. */
-    const journalIntent = (strategyId: string, tag: string, type: string, body: string, now: number, refusal: string | null, outboxId: number | undefined) => {
-      if (outboxId !== undefined) takeOutbox.run(outboxId)
-      const seq = (q.nextSeq.get(strategyId) as { seq: number }).seq
+    const insertIntent = (strategyId: string, tag: string, type: string, body: string, now: number, refusal: string | null, outboxId: number | undefined) => {
+      if (outboxId !== undefined) q.takeOutbox.run(outboxId)
+      const seq = (seqs.get(strategyId) ?? (q.nextSeq.get(strategyId) as { seq: number }).seq - 1) + 1
       const intentId = intentIdOf(strategyId, seq)
       q.insertIntent.run(intentId, strategyId, seq, tag, type, body, refusal === null ? "approved" : "refused", refusal, now)
+      seqs.set(strategyId, seq)
       return intentId
     }
+
+    const journalPlacement = (input: PlacementInput): OrderRow => {
+      const p = input.placement
+      const intentId = insertIntent(input.strategyId, input.tag, p.type, Json.stringify(input.body), input.now, null, input.outboxId)
+      const order = insertOrder({
+        intentId,
+        strategyId: input.strategyId,
+        tag: input.tag,
+        origin: "journal",
+        clientOrderId: null,
+        state: "intent",
+        kindsSeen: [],
+        code: null,
+        symbol: p.symbol,
+        side: p.side,
+        type: p.type,
+        baseQty: p.baseQty ?? null,
+        quoteOrderQty: p.quoteOrderQty ?? null,
+        limitPrice: p.limitPrice ?? null,
+        stopPrice: p.stopPrice ?? null,
+        maxSlippageBps: p.maxSlippageBps ?? null,
+        filledBaseQty: new Decimal(0),
+        avgPrice: null,
+        lockAsset: p.lockAsset,
+        lockAmount: p.lockAmount,
+        cancelRequested: false,
+        sentAt: null,
+        lostAt: null,
+        acceptedAt: null,
+        venueCreatedAt: null,
+        venueCancelledAt: null,
+        terminalAt: null,
+        nextPollAt: null,
+        polls: 0,
+        notFoundProbes: 0,
+        acknowledgedAt: null,
+        createdAt: input.now,
+        updatedAt: input.now
+      })
+      q.insertEvent.run(order.orderId, null, "intent", null, null, null, input.now)
+      return order
+    }
+
+    const journalIntent = (input: IntentInput): string =>
+      insertIntent(input.strategyId, input.tag, input.type, Json.stringify(input.body), input.now, input.refusal, input.outboxId)
+
+    const latestByTag = (strategyId: string, tag: string): OrderRow | undefined => {
+      const raw = q.latestByTag.get(strategyId, tag) as RawOrder | undefined
+      return raw === undefined ? undefined : (open.get(raw.order_id) ?? toRow(raw))
+    }
+
+    const unfinished = (): ReadonlyArray<OrderRow> => [...open.values()]
+    const batchApi: JournalBatch = { journalPlacement, journalIntent, update, latestByTag, unfinished }
 
     return {
       /**
        * Journals an approved placement intent and its order (state `intent`) in one
        * transaction, before anything is sent.
        */
-      journalPlacement: (input: {
-        readonly strategyId: string
-        readonly tag: string
-        readonly body: unknown
-        readonly placement: PlacementRecord
-        readonly now: number
-        /** The strategy outbox row this intent was saved in, if any. */
-        readonly outboxId?: number | undefined
-      }): Effect.Effect<OrderRow> =>
-        Effect.sync(() =>
-          sqlite.transaction(() => {
-            const p = input.placement
-            const intentId = journalIntent(input.strategyId, input.tag, p.type, Json.stringify(input.body), input.now, null, input.outboxId)
-            const result = q.insertOrder.run({
-              intentId,
-              strategyId: input.strategyId,
-              tag: input.tag,
-              origin: "journal",
-              clientOrderId: null,
-              state: "intent",
-              kindsSeen: "",
-              symbol: p.symbol,
-              side: p.side,
-              type: p.type,
-              baseQty: text(p.baseQty),
-              quoteOrderQty: text(p.quoteOrderQty),
-              limitPrice: text(p.limitPrice),
-              stopPrice: text(p.stopPrice),
-              maxSlippageBps: p.maxSlippageBps ?? null,
-              filledBaseQty: "0",
-              lockAsset: p.lockAsset,
-              lockAmount: p.lockAmount.toFixed(),
-              acceptedAt: null,
-              now: input.now
-            })
-            const orderId = Number(result.lastInsertRowid)
-            q.insertEvent.run(orderId, null, "intent", null, null, null, input.now)
-            return getById(orderId)
-          })()
-        ),
+      journalPlacement: (input: PlacementInput): Effect.Effect<OrderRow> => Effect.sync(() => writing(() => journalPlacement(input))),
 
       /** Journals an intent that was refused or needs no order row (cancels); returns its intent id. */
-      journalIntent: (input: {
-        readonly strategyId: string
-        readonly tag: string
-        readonly type: string
-        readonly body: unknown
-        readonly refusal: string | null
-        readonly now: number
-        readonly outboxId?: number | undefined
-      }): Effect.Effect<string> =>
-        Effect.sync(() =>
-          sqlite.transaction(() =>
-            journalIntent(input.strategyId, input.tag, input.type, Json.stringify(input.body), input.now, input.refusal, input.outboxId)
-          )()
-        ),
+      journalIntent: (input: IntentInput): Effect.Effect<string> => Effect.sync(() => writing(() => journalIntent(input))),
+
+      /**
+       * Runs `work` as one transaction: the intents of a strategy's batch, their orders and the
+       * outbox rows they leave are committed together (or not at all).
+       */
+      batch: <A>(work: (journal: JournalBatch) => A): Effect.Effect<A> => Effect.sync(() => writing(() => work(batchApi))),
 
       /** Moves an order along the state machine and records the event, in one transaction. */
       transition: (
@@ -351,34 +504,32 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         detail?: string
       ): Effect.Effect<OrderRow, InvalidTransition> =>
         Effect.suspend(() => {
-          const outcome = sqlite.transaction((): Either.Either<OrderRow, InvalidTransition> => {
-            const current = getById(orderId)
-            const next = transition(current.state, event)
-            if (Either.isLeft(next)) return Either.left(next.left)
-            applyPatch(orderId, patch, next.right, now)
-            q.insertEvent.run(orderId, current.state, next.right, patch.kind ?? null, patch.code ?? null, detail ?? null, now)
-            return Either.right(getById(orderId))
-          })()
+          const outcome = writing(() => move({ orderId, event, patch, detail }, now))
           return Either.isLeft(outcome) ? Effect.fail(outcome.left) : Effect.succeed(outcome.right)
         }),
 
+      /**
+       * Several moves in one transaction, each checked on its own; `durable` commits it with a
+       * sync to disk (the moves after which requests leave).
+       */
+      transitionMany: (
+        moves: ReadonlyArray<Move>,
+        now: number,
+        options: { readonly durable?: boolean } = {}
+      ): Effect.Effect<ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>> =>
+        moves.length === 0 ? Effect.succeed([]) : Effect.sync(() => writing(() => moves.map((m) => move(m, now)), options.durable === true)),
+
       /** Records progress that is not a state change (fills so far, poll schedule, cancel requested). */
-      update: (orderId: number, patch: OrderPatch, now: number): Effect.Effect<OrderRow> =>
-        Effect.sync(() =>
-          sqlite.transaction(() => {
-            applyPatch(orderId, patch, undefined, now)
-            return getById(orderId)
-          })()
-        ),
+      update: (orderId: number, patch: OrderPatch, now: number): Effect.Effect<OrderRow> => Effect.sync(() => writing(() => update(orderId, patch, now))),
 
       /** Several progress-only patches in one transaction (the tracker's poll schedule after a batch). */
       updateMany: (patches: ReadonlyArray<readonly [orderId: number, patch: OrderPatch]>, now: number): Effect.Effect<void> =>
         patches.length === 0
           ? Effect.void
           : Effect.sync(() =>
-              sqlite.transaction(() => {
-                for (const [orderId, patch] of patches) applyPatch(orderId, patch, undefined, now)
-              })()
+              writing(() => {
+                for (const [orderId, patch] of patches) update(orderId, patch, now)
+              })
             ),
 
       /**
@@ -400,63 +551,78 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         readonly now: number
       }): Effect.Effect<OrderRow | undefined> =>
         Effect.sync(() =>
-          sqlite.transaction(() => {
-            if (q.byClientOrderId.get(order.clientOrderId) !== undefined || q.inFlight.get() !== undefined) return undefined
+          writing(() => {
+            if (q.byClientOrderId.get(order.clientOrderId) !== undefined) return undefined
+            for (const row of open.values()) if (row.state === "submitting" || row.state === "unknown") return undefined
             const state: OrderState = order.kind === "resting" ? "resting" : order.kind === "pending" ? "pending" : "accepted"
-            const result = q.insertOrder.run({
+            const adopted = insertOrder({
               intentId: null,
               strategyId: null,
               tag: null,
               origin: "external",
               clientOrderId: order.clientOrderId,
               state,
-              kindsSeen: order.kind,
+              kindsSeen: [order.kind],
+              code: null,
               symbol: order.symbol,
               side: order.side,
               type: order.type,
-              baseQty: text(order.baseQty),
-              quoteOrderQty: text(order.quoteOrderQty),
-              limitPrice: text(order.limitPrice),
-              stopPrice: text(order.stopPrice),
+              baseQty: order.baseQty ?? null,
+              quoteOrderQty: order.quoteOrderQty ?? null,
+              limitPrice: order.limitPrice ?? null,
+              stopPrice: order.stopPrice ?? null,
               maxSlippageBps: null,
-              filledBaseQty: order.filledBaseQty.toFixed(),
+              filledBaseQty: order.filledBaseQty,
+              avgPrice: null,
               lockAsset: null,
               lockAmount: null,
+              cancelRequested: false,
+              sentAt: null,
+              lostAt: null,
               acceptedAt: order.now,
-              now: order.now
+              venueCreatedAt: null,
+              venueCancelledAt: null,
+              terminalAt: null,
+              nextPollAt: null,
+              polls: 0,
+              notFoundProbes: 0,
+              acknowledgedAt: null,
+              createdAt: order.now,
+              updatedAt: order.now
             })
-            const orderId = Number(result.lastInsertRowid)
-            q.insertEvent.run(orderId, null, state, order.kind, null, "adopted as external", order.now)
-            return getById(orderId)
-          })()
+            q.insertEvent.run(adopted.orderId, null, state, order.kind, null, "adopted as external", order.now)
+            return adopted
+          })
         ),
 
       byId: (orderId: number): Effect.Effect<OrderRow> => Effect.sync(() => getById(orderId)),
       byClientOrderId: (clientOrderId: string): Effect.Effect<OrderRow | undefined> =>
         Effect.sync(() => {
+          const held = openByClientOrderId.get(clientOrderId)
+          if (held !== undefined) return held
           const raw = q.byClientOrderId.get(clientOrderId) as RawOrder | undefined
           return raw === undefined ? undefined : toRow(raw)
         }),
       byIntent: (intentId: string): Effect.Effect<OrderRow | undefined> =>
         Effect.sync(() => {
           const raw = q.byIntent.get(intentId) as RawOrder | undefined
-          return raw === undefined ? undefined : toRow(raw)
+          return raw === undefined ? undefined : (open.get(raw.order_id) ?? toRow(raw))
         }),
       /** The strategy's most recent order with this tag. */
-      latestByTag: (strategyId: string, tag: string): Effect.Effect<OrderRow | undefined> =>
-        Effect.sync(() => {
-          const raw = q.latestByTag.get(strategyId, tag) as RawOrder | undefined
-          return raw === undefined ? undefined : toRow(raw)
-        }),
+      latestByTag: (strategyId: string, tag: string): Effect.Effect<OrderRow | undefined> => Effect.sync(() => latestByTag(strategyId, tag)),
       /** True when the strategy ever journaled an intent with this tag. */
       tagJournaled: (strategyId: string, tag: string): Effect.Effect<boolean> =>
         Effect.sync(() => (q.intentsByTag.get(strategyId, tag) as { n: number }).n > 0),
       inStates: (states: ReadonlyArray<OrderState>): Effect.Effect<ReadonlyArray<OrderRow>> =>
-        Effect.sync(() => (inStates(states).all(...states) as Array<RawOrder>).map(toRow)),
+        Effect.sync(() =>
+          states.some(isTerminal)
+            ? (inStatesQuery(states).all(...states) as Array<RawOrder>).map(toRow)
+            : unfinished().filter((row) => states.includes(row.state))
+        ),
       forStrategy: (strategyId: string): Effect.Effect<ReadonlyArray<OrderRow>> =>
-        Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map(toRow)),
+        Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map((raw) => open.get(raw.order_id) ?? toRow(raw))),
       /** Every order that has not reached a terminal state, of all strategies and external ones. */
-      unfinished: Effect.sync(() => (q.unfinished.all() as Array<RawOrder>).map(toRow)),
+      unfinished: Effect.sync(unfinished),
       all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(toRow)),
       /** Orders marked lost that no operator has acknowledged yet. */
       lostUnacknowledged: Effect.sync(() => (q.lostUnacknowledged.all() as Array<RawOrder>).map(toRow)),

@@ -1,15 +1,18 @@
 /**
  * The strategy host: runs each configured instance in its own fiber, feeds it
  * market data, timers, order updates and fills one event at a time, stores its
- * state after every event together with the intents the event produced (the
- * strategy outbox), and hands those intents to the engine. A handler that throws
- * pauses its own instance only.
+ * state together with the intents its handlers produced (the strategy outbox),
+ * and hands those intents to the engine. The events waiting in an instance's
+ * queue are taken in one go and share one commit: their handlers run one after
+ * the other, and the state they leave is saved once, at the end, or as soon as a
+ * handler emits intents (saved with them, then submitted, so that the next event
+ * sees those orders in its view). A handler that throws pauses its own instance only.
  */
 import { schedule as scheduleCron } from "node-cron"
-import { Effect, Queue, Ref, Schedule, type Scope } from "effect"
+import { Effect, Schedule, type Scope } from "effect"
 import { type BackpressureConfig, defaultBackpressure, DEFAULT_MAX_INTENTS_PER_MINUTE } from "../config/Config.js"
 import { ZERO } from "../domain/Decimal.js"
-import { type Admission, admit, heldUntil, initialBackpressure, refused, succeeded } from "./Backpressure.js"
+import { type Admission, admit, heldUntil, initialBackpressure, refused, type RefusalStep, succeeded } from "./Backpressure.js"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
 import { logEvent } from "../log/Logger.js"
@@ -79,7 +82,7 @@ export interface RunningInstance {
   readonly lastCandleOpen: Effect.Effect<number | undefined>
 }
 
-/** How many events may wait for one instance; market data beyond it waits for the handler to catch up. */
+/** How many events may wait for one instance; a delivery beyond it waits for the handler to catch up. */
 const QUEUE_CAPACITY = 1024
 
 /** How often a paused instance looks whether `svcbot resume` cleared its stored pause. */
@@ -116,8 +119,50 @@ export const runInstance = (
   Effect.gen(function* () {
     const store = yield* StrategyStateStore
     const { definition } = spec
-    const queue = yield* Effect.acquireRelease(Queue.bounded<HostEvent>(QUEUE_CAPACITY), Queue.shutdown)
-    const paused = yield* Ref.make<string | undefined>(undefined)
+    /**
+     * The instance's queue: events waiting to be handled, oldest first, at most QUEUE_CAPACITY of
+     * them from outside. A plain array and two latches rather than an Effect Queue: the handler
+     * takes everything waiting in one go, which an Effect Queue rebuilds element by element.
+     */
+    let inbox: Array<HostEvent> = []
+    /** Open while the inbox holds events. */
+    const arrived = Effect.unsafeMakeLatch(false)
+    /** Open while the inbox has room. */
+    const room = Effect.unsafeMakeLatch(true)
+    let stopped = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        // Whoever waits for room is let go; what comes after the stop is not handled.
+        stopped = true
+        room.unsafeOpen()
+      })
+    )
+    /** Queues an event whatever the room: answers the instance owes itself, which only it could make room for. */
+    const push = (event: HostEvent): void => {
+      inbox.push(event)
+      arrived.unsafeOpen()
+      if (inbox.length >= QUEUE_CAPACITY) room.unsafeClose()
+    }
+    /** Queues an event if there is room. */
+    const offer = (event: HostEvent): boolean => {
+      if (stopped) return true
+      if (inbox.length >= QUEUE_CAPACITY) return false
+      push(event)
+      return true
+    }
+    const deliver = (event: HostEvent): Effect.Effect<void> =>
+      Effect.suspend(() => (offer(event) ? Effect.void : Effect.zipRight(room.await, deliver(event))))
+    /** Everything waiting, once there is something. */
+    const takeAll: Effect.Effect<ReadonlyArray<HostEvent>> = Effect.suspend(() => {
+      if (inbox.length === 0) return Effect.zipRight(arrived.await, takeAll)
+      const events = inbox
+      inbox = []
+      arrived.unsafeClose()
+      room.unsafeOpen()
+      return Effect.succeed(events)
+    })
+    /** Why the instance is paused; read by the event loop, `pausedReason` and the resume poll, all on one thread. */
+    let pausedFor: string | undefined
     const scope = yield* Effect.scope
     const pressureConfig = spec.backpressure ?? defaultBackpressure
     const maxIntentsPerMinute = spec.maxIntentsPerMinute ?? DEFAULT_MAX_INTENTS_PER_MINUTE
@@ -166,16 +211,16 @@ export const runInstance = (
         state = definition.init(spec.params, viewOf(account))
       } catch (error) {
         const reason = `init threw: ${error instanceof Error ? error.message : String(error)}`
-        yield* Ref.set(paused, reason)
+        pausedFor = reason
         yield* logEvent("strategy.error", { strategy: spec.id, phase: "init", error: reason })
       }
     }
 
     /** Hands intents to the engine; its refusals come back to this instance as order updates. */
     const submit = (intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number>) =>
-      Effect.flatMap(port.submit(spec.id, intents, outboxIds), (refusals) =>
-        Effect.forEach(refusals, (event) => Queue.offer(queue, { _tag: "OrderUpdate", event }), { discard: true })
-      )
+      Effect.map(port.submit(spec.id, intents, outboxIds), (refusals) => {
+        for (const event of refusals) push({ _tag: "OrderUpdate", event })
+      })
 
     // Intents saved with the state but not journaled before the process stopped: they
     // come before anything the instance hears now. Those of another plugin that ran under
@@ -202,14 +247,25 @@ export const runInstance = (
     /** Pauses the instance where `svcbot resume` can find it: its state row exists before the pause is stored. */
     const pause = (reason: string) =>
       Effect.gen(function* () {
-        yield* Ref.set(paused, reason)
+        pausedFor = reason
         if (savedState === undefined && state !== undefined) {
-          const encoded = serializeState(definition, state)
-          yield* store.save(spec.id, { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null }, [], now())
-          savedState = encoded
+          const encoded = encodeState()
+          if (encoded !== undefined) {
+            yield* store.save(spec.id, { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null }, [], now())
+            savedState = encoded
+          }
         }
         yield* store.markPaused(spec.id, reason, now())
       })
+
+    /** The state as stored, or undefined when it no longer matches the strategy's own schema. */
+    const encodeState = (): string | undefined => {
+      try {
+        return serializeState(definition, state)
+      } catch {
+        return undefined
+      }
+    }
 
     /** Hands the strategy the answers to what was held back, once placements may go out again. */
     const flushHeld = Effect.suspend(() => {
@@ -218,7 +274,9 @@ export const runInstance = (
       const throttled = answers.filter((answer) => answer.code === "throttled").length
       return Effect.zipRight(
         throttled === 0 ? Effect.void : logEvent("strategy.throttled", { strategy: spec.id, refused: throttled, maxIntentsPerMinute }),
-        Effect.forEach(answers, (event) => Queue.offer(queue, { _tag: "OrderUpdate", event }), { discard: true })
+        Effect.sync(() => {
+          for (const event of answers) push({ _tag: "OrderUpdate", event })
+        })
       )
     })
 
@@ -243,25 +301,26 @@ export const runInstance = (
         return through
       })
 
-    /** Counts what a refusal, a rejection, an acceptance or a fill says about the instance's last intents. */
-    const observe = (event: HostEvent) =>
-      Effect.gen(function* () {
-        if (event._tag === "Fill") {
-          pressure = succeeded(pressure)
-          return undefined
-        }
-        if (event._tag !== "OrderUpdate") return undefined
-        const update = event.event
-        if (update.kind === "pending" || update.kind === "resting" || update.kind === "fill") {
-          pressure = succeeded(pressure)
-          return undefined
-        }
-        if ((update.kind !== "refused" && update.kind !== "rejected") || HELD_CODES.has(update.code ?? "")) return undefined
-        const [next, step] = refused(pressure, `${update.kind}:${update.code ?? "no code"}`, now(), pressureConfig)
-        pressure = next
-        if (step._tag === "Backoff") yield* logEvent("strategy.backoff", { strategy: spec.id, reason: step.reason, untilMs: step.untilMs })
-        return step._tag === "Pause" ? step.reason : undefined
-      })
+    /**
+     * Counts what a refusal, a rejection, an acceptance or a fill says about the instance's last
+     * intents; returns the step a refusal led to, when it is a backoff or a pause.
+     */
+    const observe = (event: HostEvent): RefusalStep | undefined => {
+      if (event._tag === "Fill") {
+        pressure = succeeded(pressure)
+        return undefined
+      }
+      if (event._tag !== "OrderUpdate") return undefined
+      const update = event.event
+      if (update.kind === "pending" || update.kind === "resting" || update.kind === "fill") {
+        pressure = succeeded(pressure)
+        return undefined
+      }
+      if ((update.kind !== "refused" && update.kind !== "rejected") || HELD_CODES.has(update.code ?? "")) return undefined
+      const [next, step] = refused(pressure, `${update.kind}:${update.code ?? "no code"}`, now(), pressureConfig)
+      pressure = next
+      return step._tag === "Counted" ? undefined : step
+    }
     /** Intents returned for warm-up candles, dropped; reported once, when the live events begin. */
     let warmupDropped = 0
     const reportWarmup = Effect.suspend(() => {
@@ -270,67 +329,117 @@ export const runInstance = (
       warmupDropped = -1
       return logEvent("strategy.warmup", { strategy: spec.id, dropped, action: "intents emitted on warm-up candles were dropped: history feeds indicators only" })
     })
-    const handle = (event: HostEvent) =>
+
+    /** Admitted intents of the events handled since the last save. */
+    let unsaved: Array<Intent> = []
+    /** The event handled last, named when the state it left cannot be saved. */
+    let lastTrigger: HostEvent["_tag"] | undefined
+
+    /**
+     * Saves the state the handlers left and the intents they emitted in one transaction (the
+     * state and the intents it expects answers to: a crash cannot keep one without the other),
+     * then hands the intents to the engine. Most market data leaves the state as it was and
+     * emits nothing: that costs no write.
+     */
+    const save = Effect.gen(function* () {
+      const intents = unsaved
+      unsaved = []
+      const encoded = encodeState()
+      if (encoded === undefined) {
+        // A state that no longer matches the strategy's own schema is as broken as a throw.
+        yield* fail(lastTrigger ?? "Timer", `${lastTrigger ?? "event"} handler left a state that does not match its schema`)
+        return
+      }
+      const changed = encoded !== savedState || lastCandle !== savedCandle
+      if (!changed && intents.length === 0) return
+      const outboxIds = yield* store.save(
+        spec.id,
+        changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
+        intents,
+        now()
+      )
+      savedState = encoded
+      savedCandle = lastCandle
+      if (intents.length > 0) yield* submit(intents, outboxIds)
+    })
+
+    /**
+     * A handler failed: the instance goes back to the state it last saved (a handler that threw
+     * may have changed its state halfway), drops what it emitted since, and pauses.
+     */
+    const fail = (trigger: HostEvent["_tag"], reason: string) =>
       Effect.gen(function* () {
-        if ((yield* Ref.get(paused)) !== undefined) return
-        if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) return
-        if (event._tag === "Ticker" && event.event.symbol === spec.symbol) givenPrice = event.event.price
-        else if (event._tag === "Candle" && event.event.symbol === spec.symbol) givenPrice = event.event.close
-        const pauseFor = yield* observe(event)
-        const view = viewOf(yield* port.accountView(spec.id))
-        let outcome: HandlerResult<unknown> | undefined
-        let encoded: string | undefined
-        try {
-          outcome = dispatch(definition, state, event, view)
-          // A state that no longer matches the strategy's own schema is as broken as a throw.
-          if (outcome !== undefined) encoded = serializeState(definition, outcome.state)
-        } catch (error) {
-          const reason = `${event._tag} handler failed: ${error instanceof Error ? error.message : String(error)}`
-          yield* pause(reason)
-          yield* logEvent("strategy.error", { strategy: spec.id, trigger: event._tag, error: reason, action: "instance paused; the others go on" })
-          return
+        unsaved = []
+        if (savedState !== undefined) {
+          const restored = deserializeState(definition, savedState)
+          if (restored._tag === "Right") state = restored.right
+          lastCandle = savedCandle
         }
-        if (event._tag === "Candle") lastCandle = event.event.openTime
-        if (outcome === undefined || encoded === undefined) return
-        let emitted = outcome.intents
-        if (event._tag === "Candle" && event.event.warmup === true) {
-          if (emitted.length > 0 && warmupDropped >= 0) warmupDropped += emitted.length
-          emitted = []
-        } else {
-          yield* reportWarmup
-        }
-        // A pausing instance places nothing more; held-back intents never reach the outbox.
-        const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(emitted, now())
-        state = outcome.state
-        // Most market data leaves the state as it was and emits nothing: that costs no write (each write is an fsync).
-        const changed = encoded !== savedState || (event._tag === "Candle" && lastCandle !== savedCandle)
-        if (changed || intents.length > 0) {
-          // The state and the intents it expects answers to are saved together: a crash cannot keep one without the other.
-          const outboxIds = yield* store.save(
-            spec.id,
-            changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
-            intents,
-            now()
-          )
-          savedState = encoded
-          savedCandle = lastCandle
-          if (intents.length > 0) yield* submit(intents, outboxIds)
-        }
-        if (pauseFor !== undefined) {
-          yield* pause(pauseFor)
-          yield* logEvent("strategy.paused", { strategy: spec.id, reason: pauseFor, action: "paused: fix the cause, then `svcbot resume` it (or restart)" })
-        }
+        yield* pause(reason)
+        yield* logEvent("strategy.error", { strategy: spec.id, trigger, error: reason, action: "instance paused; the others go on" })
       })
 
-    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), handle)))
+    /** Handles the events taken from the queue in one go, in order. */
+    const handleAll = (events: ReadonlyArray<HostEvent>) =>
+      Effect.gen(function* () {
+        let account: AccountView | undefined
+        let handled = false
+        for (const event of events) {
+          if (pausedFor !== undefined) break
+          if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) continue
+          if (event._tag === "Ticker" && event.event.symbol === spec.symbol) givenPrice = event.event.price
+          else if (event._tag === "Candle" && event.event.symbol === spec.symbol) givenPrice = event.event.close
+          const step = observe(event)
+          if (step?._tag === "Backoff") yield* logEvent("strategy.backoff", { strategy: spec.id, reason: step.reason, untilMs: step.untilMs })
+          const pauseFor = step?._tag === "Pause" ? step.reason : undefined
+          account ??= yield* port.accountView(spec.id)
+          const view = viewOf(account)
+          let outcome: HandlerResult<unknown> | undefined
+          try {
+            outcome = dispatch(definition, state, event, view)
+          } catch (error) {
+            return yield* fail(event._tag, `${event._tag} handler failed: ${error instanceof Error ? error.message : String(error)}`)
+          }
+          if (event._tag === "Candle") lastCandle = event.event.openTime
+          if (outcome === undefined) continue
+          handled = true
+          lastTrigger = event._tag
+          let emitted = outcome.intents
+          if (event._tag === "Candle" && event.event.warmup === true) {
+            if (emitted.length > 0 && warmupDropped >= 0) warmupDropped += emitted.length
+            emitted = []
+          } else if (warmupDropped > 0) {
+            yield* reportWarmup
+          }
+          state = outcome.state
+          if (emitted.length > 0) {
+            // A pausing instance places nothing more; held-back intents never reach the outbox.
+            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(emitted, now())
+            unsaved.push(...intents)
+          }
+          if (unsaved.length > 0 || pauseFor !== undefined) {
+            yield* save
+            handled = false
+            // The orders just submitted are in the view of the next event.
+            account = undefined
+          }
+          if (pauseFor !== undefined) {
+            yield* pause(pauseFor)
+            yield* logEvent("strategy.paused", { strategy: spec.id, reason: pauseFor, action: "paused: fix the cause, then `svcbot resume` it (or restart)" })
+          }
+        }
+        if (handled || lastCandle !== savedCandle) yield* save
+      })
+
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(takeAll, handleAll)))
     // `svcbot resume` clears the stored pause; the running instance takes it up here.
     yield* Effect.forkScoped(
       Effect.repeat(
         Effect.gen(function* () {
-          const reason = yield* Ref.get(paused)
+          const reason = pausedFor
           if (reason === undefined || state === undefined || (yield* store.pausedReason(spec.id)) !== null) return
           pressure = initialBackpressure
-          yield* Ref.set(paused, undefined)
+          pausedFor = undefined
           yield* logEvent("strategy.resumed", { strategy: spec.id, reason })
         }),
         Schedule.spaced(RESUME_POLL_MS)
@@ -342,7 +451,8 @@ export const runInstance = (
       yield* Effect.acquireRelease(
         Effect.sync(() =>
           scheduleCron(expression, (context) => {
-            Queue.unsafeOffer(queue, { _tag: "Timer", event: { name: SCHEDULE_TIMER, scheduledAt: context.date.getTime() } })
+            // A timer that finds the queue full is skipped: the next one comes.
+            offer({ _tag: "Timer", event: { name: SCHEDULE_TIMER, scheduledAt: context.date.getTime() } })
           }, { name: `strategy:${spec.id}`, timezone: "UTC" })
         ),
         (task) => Effect.promise(async () => { await task.destroy() })
@@ -356,8 +466,8 @@ export const runInstance = (
       id: spec.id,
       symbol: spec.symbol,
       definition,
-      deliver: (event) => Effect.asVoid(Queue.offer(queue, event)),
-      pausedReason: Ref.get(paused),
+      deliver,
+      pausedReason: Effect.sync(() => pausedFor),
       lastCandleOpen: Effect.sync(() => lastCandle)
     }
   })
