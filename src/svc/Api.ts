@@ -6,14 +6,33 @@
  * field is a DecodeError naming the endpoint and the field's path.
  */
 import { Either, ParseResult, Schema } from "effect"
-import type { Decimal } from "../domain/Decimal.js"
-import { DecimalFromJsonNumber, DecimalFromString } from "../domain/DecimalSchema.js"
+import { type Decimal, fromNumberToken, InvalidDecimal } from "../domain/Decimal.js"
+import { DecimalFromString } from "../domain/DecimalSchema.js"
 import { isLosslessNumber, LosslessNumber } from "../domain/Json.js"
 import { Liquidity, OrderType, Side } from "./Dialect.js"
 import { DecodeError } from "./Errors.js"
 
-/** An amount: a decimal string or a JSON number, read digit for digit. */
-export const Amount = Schema.Union(DecimalFromString, DecimalFromJsonNumber)
+const AmountSpelling = Schema.declare((u: unknown): u is string | LosslessNumber => typeof u === "string" || isLosslessNumber(u), {
+  identifier: "Amount",
+  description: "a decimal string or a JSON number"
+})
+
+/**
+ * An amount: a decimal string or a JSON number, read digit for digit. One step from
+ * either spelling rather than a union of the two Schemas, which tries them in turn
+ * for every amount of every answer.
+ */
+export const Amount = Schema.transformOrFail(AmountSpelling, Schema.typeSchema(DecimalFromString), {
+  strict: true,
+  decode: (spelling, _, ast) => {
+    try {
+      return ParseResult.succeed(fromNumberToken(spelling))
+    } catch (error) {
+      return ParseResult.fail(new ParseResult.Type(ast, spelling, error instanceof InvalidDecimal ? error.problem : "not a decimal"))
+    }
+  },
+  encode: (value) => ParseResult.succeed(value.toFixed())
+})
 
 const JsonNumber = Schema.declare((u: unknown): u is LosslessNumber => isLosslessNumber(u), { identifier: "JsonNumber" })
 

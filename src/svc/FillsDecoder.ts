@@ -90,7 +90,7 @@ const tokenOf = (page: Page, value: unknown): string | undefined =>
 /** An amount as a decimal string or a JSON number, read digit for digit. */
 const amount = (page: Page, row: Row, key: string, value: unknown): Decimal | Refusal => {
   const digits = typeof value === "string" ? value : tokenOf(page, value)
-  if (digits === undefined) return wrong(row, key, "string")
+  if (digits === undefined) return wrong(row, key, "a decimal string or a JSON number")
   const amounts = page.amounts
   const known = amounts.get(digits)
   if (known !== undefined) return known
