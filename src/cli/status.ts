@@ -17,7 +17,7 @@ import { loadConfig } from "../config/Load.js"
 import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
 import { atPlaces, placesSeen, precisionOf } from "../domain/Display.js"
-import { bookBalances, dayPnl, portfolio, type PortfolioFill } from "../engine/Portfolio.js"
+import { bookBalances, bookFillOf, dayPnl, portfolio } from "../engine/Portfolio.js"
 import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import type { FillTableRow } from "../store/FillLedger.js"
@@ -162,16 +162,6 @@ const pairsFromFees = (fills: ReadonlyArray<FillRecord>): ReadonlyMap<string, { 
   return pairs
 }
 
-const toPortfolioFill = (fill: FillRecord): PortfolioFill => ({
-  symbol: fill.symbol,
-  side: fill.side,
-  price: new Decimal(fill.price),
-  baseQty: new Decimal(fill.base_qty),
-  fee: new Decimal(fill.fee),
-  feeAsset: fill.fee_asset,
-  time: fill.time
-})
-
 /** Reads the status from an open database. `config` adds the configured instances that have stored no state yet. */
 export const readStatus = (db: BetterSqlite3.Database, path: string, now: number, config: Config | undefined): StatusReport => {
   const dayStart = now - (now % DAY_MS)
@@ -259,11 +249,11 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
   const precision = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() === undefined ? precisionOf([]) : storedPrecision(db)
   const ownBook = (allocation: Readonly<Record<string, Decimal>> | undefined, own: ReadonlyArray<FillRecord>): Record<string, string> | null => {
     if (allocation === undefined) return null
-    const book = bookBalances(allocation, own.map((f) => ({ ...toPortfolioFill(f), quoteQty: new Decimal(f.quote_qty) })), pairs)
+    const book = bookBalances(allocation, own.map(bookFillOf), pairs)
     return Object.fromEntries([...book].map(([asset, amount]) => [asset, amount.toFixed()]))
   }
   const pnl = [...byStrategy].sort(([a], [b]) => a.localeCompare(b)).map(([strategy, own]): PnlStatus => {
-    const all = portfolio(own.map(toPortfolioFill), pairs, lastPrices)
+    const all = portfolio(own.map(bookFillOf), pairs, lastPrices)
     // A PnL and an average cost come out of divisions: shown at the exchange's precision (its pair
     // rules as the daemon stored them, else what its own fills carry). Holdings are sums of the
     // exchange's own amounts and are shown exactly.
@@ -287,7 +277,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       fees,
       // The parts as shown add up to the net shown.
       netPnl: new Decimal(realized).plus(unrealized).minus(fees).toFixed(),
-      dayPnl: atPlaces(dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now), money),
+      dayPnl: atPlaces(dayPnl(own.map(bookFillOf), pairs, lastPrices, now), money),
       balances: ownBook(configured.get(strategy)?.allocation, own)
     }
   })

@@ -152,3 +152,27 @@ export const bookBalances = (
   }
   return balances
 }
+
+/** A fill as the ledger's `fills` table stores it (exact decimal strings). */
+export interface LedgerFillRow {
+  readonly symbol: string
+  readonly side: string
+  readonly price: string
+  readonly base_qty: string
+  readonly quote_qty: string
+  readonly fee: string
+  readonly fee_asset: string
+  readonly time: number
+}
+
+/** A ledger row as the book reads it. */
+export const bookFillOf = (row: LedgerFillRow): PortfolioFill & { readonly quoteQty: Decimal } => ({
+  symbol: row.symbol,
+  side: row.side,
+  price: new Decimal(row.price),
+  baseQty: new Decimal(row.base_qty),
+  quoteQty: new Decimal(row.quote_qty),
+  fee: new Decimal(row.fee),
+  feeAsset: row.fee_asset,
+  time: row.time
+})
