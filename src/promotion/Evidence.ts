@@ -126,8 +126,6 @@ interface Recording {
   /** The venue process `lastStepSeq` counts in. */
   stepEpoch: number | undefined
   stepsRecorded: number
-  /** Intents seen per kind and tag: the next one's occurrence. */
-  readonly occurrences: Map<string, number>
   /** Intents whose order has not reached the venue yet, or not been cancelled or ended yet (or not said when). */
   readonly waiting: Map<string, Omit<PaperIntentRow, "clientOrderId" | "reachedVenueAt"> & { readonly seq: number }>
   /** Candles given since the last checkpoint. */
@@ -206,6 +204,13 @@ export const recordPaperRuns = (
       ),
       intentsSince: daemon.prepare(
         "SELECT intent_id, seq, tag, type, created_at FROM intents WHERE strategy_id = ? AND seq > ? ORDER BY seq"
+      ),
+      // How many intents of a kind and tag the run made before this one: read, not kept, as most tags are used once.
+      placementsBefore: daemon.prepare<[string, string, number, number], { n: number }>(
+        "SELECT count(*) AS n FROM intents WHERE strategy_id = ? AND tag = ? AND seq > ? AND seq < ? AND type <> 'cancel'"
+      ),
+      cancelsBefore: daemon.prepare<[string, string, number, number], { n: number }>(
+        "SELECT count(*) AS n FROM intents WHERE strategy_id = ? AND tag = ? AND seq > ? AND seq < ? AND type = 'cancel'"
       ),
       // The order a cancel was sent for: the newest of its tag placed before it.
       cancelledOrderOf: daemon.prepare<[string, string, number], { client_order_id: string | null; venue_cancelled_at: number | null; terminal_at: number | null; state: string }>(
@@ -315,7 +320,6 @@ export const recordPaperRuns = (
         lastStepSeq: 0,
         stepEpoch: undefined,
         stepsRecorded: 0,
-        occurrences: new Map(),
         waiting: new Map(),
         pendingCandles: [],
         pendingTickers: [],
@@ -388,9 +392,7 @@ export const recordPaperRuns = (
       for (const row of q.intentsSince.all(r.subject.id, r.lastIntentSeq) as Array<{ intent_id: string; seq: number; tag: string; type: string; created_at: number }>) {
         r.lastIntentSeq = row.seq
         const kind = row.type === "cancel" ? "cancel" : "place"
-        const counted = `${kind} ${row.tag}`
-        const occurrence = r.occurrences.get(counted) ?? 0
-        r.occurrences.set(counted, occurrence + 1)
+        const occurrence = (kind === "cancel" ? q.cancelsBefore : q.placementsBefore).get(r.subject.id, row.tag, r.intentSeqFloor, row.seq)!.n
         r.waiting.set(row.intent_id, { intentId: row.intent_id, kind, tag: row.tag, occurrence, decidedAt: row.created_at, seq: row.seq })
       }
       for (const [intentId, { seq, ...intent }] of r.waiting) {
