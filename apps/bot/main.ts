@@ -4,6 +4,7 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { backtestCommand, promoteCommand, promotionsCommand } from "../../src/cli/backtest.js"
 import { clientCommands } from "../../src/cli/client.js"
+import { configCommand } from "../../src/cli/config.js"
 import { CliError } from "../../src/cli/errors.js"
 import * as Log from "../../src/log/Logger.js"
 import { runCommand } from "../../src/cli/run.js"
@@ -15,7 +16,7 @@ import { venueCommand } from "../../src/venue/cli.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, statusCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, ...clientCommands, signCommand, venueCommand])
+  Command.withSubcommands([runCommand, statusCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, ...clientCommands, configCommand, signCommand, venueCommand])
 )
 
 const cli = Command.run(svcbot, { name: "svcbot", version: "0.1.0" })
