@@ -10,13 +10,14 @@ import * as Log from "../../src/log/Logger.js"
 import { runCommand } from "../../src/cli/run.js"
 import { signCommand } from "../../src/cli/sign.js"
 import { statusCommand } from "../../src/cli/status.js"
+import { profitCommand, tradesCommand } from "../../src/cli/trades.js"
 import { ackLostCommand } from "../../src/cli/ackLost.js"
 import { resumeCommand } from "../../src/cli/resume.js"
 import { venueCommand } from "../../src/venue/cli.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, statusCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, ...clientCommands, configCommand, signCommand, venueCommand])
+  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, ...clientCommands, configCommand, signCommand, venueCommand])
 )
 
 const cli = Command.run(svcbot, { name: "svcbot", version: "0.1.0" })
