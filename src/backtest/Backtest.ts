@@ -102,6 +102,12 @@ export interface BacktestSetup<P = unknown, S = unknown> {
   readonly warmup?: ReadonlyArray<Candle>
   /** Start from this state instead of `init` (a recorded run whose instance resumed its stored state). */
   readonly initialState?: S
+  /**
+   * With `initialState`: the orders the instance had live when the recorded run started, each for
+   * what was left of it. They are on the book when the first candle opens (placed one settle delay
+   * before it), and their placement's occurrence is `CARRIED`.
+   */
+  readonly carried?: ReadonlyArray<PlaceIntent>
 }
 
 /** A ticker a recorded run gave its strategy. */
@@ -192,6 +198,8 @@ export type BacktestFailed = StrategyFailed | BacktestSetupInvalid
 const MAX_INTENTS_PER_MOMENT = 10_000
 const UID = 1
 const MINUTE_MS = 60_000
+/** The occurrence of an order a recorded run started with (`carried`): no intent of the run placed it. */
+export const CARRIED = -1
 /** The refusal code of a placement whose tag names a live order of the instance. */
 export const TAG_IN_USE = "TAG_IN_USE"
 
@@ -327,8 +335,40 @@ class Run<P, S> {
       lastPrices: this.lastPrices,
       pairs: new Map([[pair.symbol, rules]])
     }
+    this.carry(setup.carried ?? [], startMs)
     this.refreshBalances()
     this.state = setup.initialState !== undefined ? setup.initialState : this.call("init", () => this.strategy.init(setup.params, this.view))
+  }
+
+  /**
+   * Puts the orders a recorded run started with on the book as they stood: settled by the start,
+   * heard of already. One the rules no longer accept (a remainder below the minimum) is left out:
+   * its later fills then show as mismatches.
+   */
+  private carry(orders: ReadonlyArray<PlaceIntent>, startMs: number): void {
+    if (orders.length === 0) return
+    for (const intent of orders) {
+      const placed = this.engine.place(UID, toRequest(intent), startMs - this.setup.settleDelayMs)
+      if (!placed.ok) continue
+      const stop = intent.type === "stop-limit"
+      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, stop, kind: "pending", filledBaseQty: ZERO, fills: 0, updates: new Map() })
+      this.placements.set(placed.clientOrderId, { tag: intent.tag, occurrence: CARRIED })
+      this.openOrders.set(intent.tag, openOrderOf(intent, placed.clientOrderId))
+    }
+    this.settleUntil(startMs, true)
+    for (const [tag, order] of this.tracked) {
+      const now = this.engine.order(UID, order.clientOrderId)!
+      order.kind = now.kind
+      order.filledBaseQty = now.filledBaseQty
+      if (now.kind === "pending" || now.kind === "resting") {
+        if (order.stop && now.kind === "pending") this.waitingStops += 1
+        this.openOrders.set(tag, { ...this.openOrders.get(tag)!, kind: now.kind, filledBaseQty: now.filledBaseQty })
+      } else {
+        // It crossed the start price and filled: the strategy hears the fills with the first moment's news.
+        this.tracked.delete(tag)
+        this.openOrders.delete(tag)
+      }
+    }
   }
 
   /** Base held, free and locked. */

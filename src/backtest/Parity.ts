@@ -11,7 +11,7 @@
  */
 import type { Decimal } from "../domain/Decimal.js"
 import type { Liquidity, Side } from "../svc/Dialect.js"
-import type { Placement } from "./Backtest.js"
+import { CARRIED, type Placement } from "./Backtest.js"
 import type { RunFill } from "./Metrics.js"
 
 export interface ComparableFill {
@@ -71,7 +71,7 @@ export interface IntentFillMismatch {
 }
 
 /** "tag#occurrence": the occurrence-th placement intent with that tag in the run, from 0. */
-export const intentKey = (tag: string, occurrence: number): string => `${tag}#${occurrence}`
+export const intentKey = (tag: string, occurrence: number): string => `${tag}#${occurrence === CARRIED ? "carried" : occurrence}`
 
 /** A backtest's fills with the intent of each (`BacktestResult.placements`). */
 export const fillsByIntent = (fills: ReadonlyArray<RunFill>, placements: ReadonlyMap<string, Placement>): ReadonlyArray<IntentFill> =>

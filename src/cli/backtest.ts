@@ -14,7 +14,7 @@ import { describeData, type JobSpec, parseBalances, parseDataSpec, parseFees, pr
 import { fillToJson, metricsFromJson, metricsShown } from "../backtest/Metrics.js"
 import { metricRows, renderReport } from "../backtest/Report.js"
 import { parseGrid, rank, rankedCsv, runSweep, type SweepResult } from "../backtest/Sweep.js"
-import { evidencePathOf } from "../config/Config.js"
+import { type Config, evidencePathOf, type StrategyInstanceConfig } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
 import { parse } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
@@ -68,8 +68,16 @@ const optionalTime = (value: Option.Option<string>, flag: string): Effect.Effect
   Option.isNone(value) ? Effect.succeed(undefined) : fromEither(parseTime(value.value, flag))
 
 const backtestOptions = {
-  strategy: Options.text("strategy").pipe(Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
-  params: Options.text("params").pipe(Options.optional, Options.withDescription("the strategy's params: inline JSON or a JSON file")),
+  strategy: Options.text("strategy").pipe(Options.optional, Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
+  config: Options.file("config").pipe(
+    Options.optional,
+    Options.withDescription("a daemon config: with --instance, the strategy, symbol, params, schedule and allocation (as balances) of that instance")
+  ),
+  instance: Options.text("instance").pipe(Options.optional, Options.withDescription("the strategies[].id (or strategy) of the --config instance to run")),
+  params: Options.text("params").pipe(
+    Options.optional,
+    Options.withDescription("the strategy's params: inline JSON or a JSON file (default: the --instance's params, else {}: the strategy's defaults)")
+  ),
   data: Options.text("data").pipe(Options.optional, Options.withDescription("OHLCV CSV file (open_time_ms,open,high,low,close,volume or the exchange kline layout)")),
   synthetic: Options.text("synthetic").pipe(Options.optional, Options.withDescription("the venue's seeded synthetic tape as SEED:CANDLES, e.g. 42:10080")),
   from: Options.text("from").pipe(Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date")),
@@ -89,24 +97,55 @@ const backtestOptions = {
 
 type BacktestFlags = Command.Command.ParseConfig<typeof backtestOptions>
 
-const jobSpec = (flags: BacktestFlags): Effect.Effect<JobSpec, CliError> =>
+/** The config's strategy instance named `name`: by id, else by strategy when one instance runs it. */
+const instanceNamed = (config: Config, name: string, source: string): Effect.Effect<StrategyInstanceConfig | undefined, CliError> => {
+  const byId = config.strategies.filter((s) => s.id === name)
+  const matches = byId.length > 0 ? byId : config.strategies.filter((s) => s.strategy === name)
+  return matches.length > 1
+    ? Effect.fail(usageError(`${name} names ${matches.length} strategy instances in ${source}; give the instance id (${matches.map((m) => m.id).join(", ")})`))
+    : Effect.succeed(matches[0])
+}
+
+/** The --config instance a backtest runs, when --config and --instance are given. */
+const backtestInstance = (flags: BacktestFlags): Effect.Effect<StrategyInstanceConfig | undefined, CliError> =>
   Effect.gen(function* () {
+    if (Option.isNone(flags.config)) {
+      return Option.isSome(flags.instance) ? yield* Effect.fail(usageError("--instance names an instance of a config: give --config FILE too")) : undefined
+    }
+    if (Option.isNone(flags.instance)) return yield* Effect.fail(usageError(`--config needs --instance NAME: one of the strategies[].id in ${flags.config.value}`))
+    const config = yield* loadConfig(flags.config.value).pipe(Effect.mapError((e) => usageError(e.message)))
+    const instance = yield* instanceNamed(config, flags.instance.value, flags.config.value)
+    if (instance === undefined) {
+      return yield* Effect.fail(usageError(`no strategy instance ${flags.instance.value} in ${flags.config.value}; its instances: ${config.strategies.map((s) => s.id).join(", ") || "none"}`))
+    }
+    return instance
+  })
+
+const jobSpec = (flags: BacktestFlags, instance: StrategyInstanceConfig | undefined): Effect.Effect<JobSpec, CliError> =>
+  Effect.gen(function* () {
+    const strategy = instance?.strategy ?? Option.getOrUndefined(flags.strategy)
+    if (strategy === undefined) return yield* Effect.fail(usageError("give --strategy NAME (a shipped strategy or a plugin file), or --config FILE --instance NAME"))
     const data = yield* fromEither(parseDataSpec(Option.getOrUndefined(flags.data), Option.getOrUndefined(flags.synthetic)))
-    const balances = yield* fromEither(parseBalances(flags.balances))
+    // An instance's allocation is what it trades with; --balances stands in for an instance without one.
+    const balances =
+      instance?.allocation !== undefined
+        ? Object.fromEntries(Object.entries(instance.allocation).map(([asset, amount]) => [asset, amount.toFixed()]))
+        : yield* fromEither(parseBalances(flags.balances))
     const fees = Option.isSome(flags.fees) ? yield* fromEither(parseFees(flags.fees.value)) : undefined
     const fromMs = yield* optionalTime(flags.from, "--from")
     const toMs = yield* optionalTime(flags.to, "--to")
     if (flags.settleMs < 0 || flags.settleMs > 60_000) return yield* Effect.fail(usageError("--settle-ms must be from 0 to 60000"))
+    const schedule = Option.getOrUndefined(flags.schedule) ?? instance?.schedule
     return {
-      strategy: flags.strategy,
+      strategy,
       data,
-      symbol: flags.symbol,
+      symbol: instance?.symbol ?? flags.symbol,
       balances,
       ...(fees === undefined ? {} : { fees }),
       settleDelayMs: flags.settleMs,
       ...(fromMs === undefined ? {} : { fromMs }),
       ...(toMs === undefined ? {} : { toMs }),
-      ...(Option.isSome(flags.schedule) ? { schedule: flags.schedule.value } : {}),
+      ...(schedule === undefined ? {} : { schedule }),
       cwd: process.cwd()
     }
   })
@@ -124,10 +163,9 @@ const recordBacktest = (db: BetterSqlite3.Database, job: PreparedJob, sourceHash
     recordedAtMs: Date.now()
   })
 
-const single = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob) =>
+const single = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob, instance: StrategyInstanceConfig | undefined) =>
   Effect.gen(function* () {
-    if (Option.isNone(flags.params)) return yield* Effect.fail(usageError("--params is required (inline JSON or a JSON file); use {} for a strategy's defaults"))
-    const params = yield* fromEither(readParams(flags.params.value, spec.cwd))
+    const params = Option.isSome(flags.params) ? yield* fromEither(readParams(flags.params.value, spec.cwd)) : (instance?.params ?? {})
     const result = yield* fromEither(runPrepared(job, params))
     const sourceHash = sourceHashOfFile(job.sourcePath)
     const runId = yield* withDatabase(dbPath(flags.db), (db) => Effect.sync(() => recordBacktest(db, job, sourceHash, params, result.metrics)))
@@ -231,10 +269,11 @@ const sweep = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob, gridPath: 
 
 export const backtestCommand = Command.make("backtest", backtestOptions, (flags) =>
   Effect.gen(function* () {
-    const spec = yield* jobSpec(flags)
+    const instance = yield* backtestInstance(flags)
+    const spec = yield* jobSpec(flags, instance)
     const job = yield* prepare(spec).pipe(Effect.mapError((e) => usageError(e.message)))
     if (Option.isSome(flags.sweep)) return yield* sweep(flags, spec, job, resolve(flags.sweep.value))
-    return yield* single(flags, spec, job)
+    return yield* single(flags, spec, job, instance)
   })
 ).pipe(Command.withDescription("Run a strategy on historical or synthetic candles with the venue's own matching, or sweep a grid of params"))
 
@@ -274,13 +313,7 @@ const subjectOf = (name: string, config: Option.Option<string>, paramsFlag: Opti
     if (Option.isSome(config)) {
       const loaded = yield* loadConfig(config.value).pipe(Effect.mapError((e) => usageError(e.message)))
       evidencePath = evidencePathOf(loaded)
-      const byId = loaded.strategies.filter((s) => s.id === name)
-      const byStrategy = loaded.strategies.filter((s) => s.strategy === name)
-      const matches = byId.length > 0 ? byId : byStrategy
-      if (matches.length > 1) {
-        return yield* Effect.fail(usageError(`${name} names ${matches.length} strategy instances in ${config.value}; give the instance id (${matches.map((m) => m.id).join(", ")})`))
-      }
-      const instance = matches[0]
+      const instance = yield* instanceNamed(loaded, name, config.value)
       if (instance !== undefined) {
         reference = instance.strategy
         params = explicitParams ?? instance.params

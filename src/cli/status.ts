@@ -16,8 +16,8 @@ import { type Config } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
 import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
-import { atPlaces, placesSeen, precisionOf } from "../domain/Display.js"
-import { bookBalances, dayPnl, portfolio, type PortfolioFill } from "../engine/Portfolio.js"
+import { atPlaces, type Precision, placesSeen, precisionOf } from "../domain/Display.js"
+import { bookBalances, bookFillOf, dayPnl, portfolio } from "../engine/Portfolio.js"
 import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import type { FillTableRow } from "../store/FillLedger.js"
@@ -140,7 +140,7 @@ interface OrderRecord {
   created_at: number
 }
 
-interface FillRecord extends Omit<FillTableRow, "raw"> {
+export interface FillRecord extends Omit<FillTableRow, "raw"> {
   strategy_id: string | null
   tag: string | null
 }
@@ -152,7 +152,7 @@ const inList = (states: Iterable<string>): string => `(${[...states].map((s) => 
  * database stores no exchange-info, but a fee is charged in the pair's base or
  * quote asset, and a symbol is its base followed by its quote.
  */
-const pairsFromFees = (fills: ReadonlyArray<FillRecord>): ReadonlyMap<string, { readonly base: string; readonly quote: string }> => {
+export const pairsFromFees = (fills: ReadonlyArray<FillRecord>): ReadonlyMap<string, { readonly base: string; readonly quote: string }> => {
   const pairs = new Map<string, { readonly base: string; readonly quote: string }>()
   for (const fill of fills) {
     if (pairs.has(fill.symbol) || fill.fee_asset.length >= fill.symbol.length) continue
@@ -162,17 +162,22 @@ const pairsFromFees = (fills: ReadonlyArray<FillRecord>): ReadonlyMap<string, { 
   return pairs
 }
 
-const toPortfolioFill = (fill: FillRecord): PortfolioFill => ({
-  symbol: fill.symbol,
-  side: fill.side,
-  price: new Decimal(fill.price),
-  baseQty: new Decimal(fill.base_qty),
-  fee: new Decimal(fill.fee),
-  feeAsset: fill.fee_asset,
-  time: fill.time
-})
-
 /** Reads the status from an open database. `config` adds the configured instances that have stored no state yet. */
+/** The exchange's precision as the daemon stored it; a database from before pair rules were stored has none (its fills then tell). */
+export const displayPrecision = (db: BetterSqlite3.Database): Precision =>
+  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() === undefined ? precisionOf([]) : storedPrecision(db)
+
+/** Every fill in the ledger with the strategy and tag of its order, oldest first. */
+export const readFills = (db: BetterSqlite3.Database): Array<FillRecord> =>
+  db
+    .prepare(
+      `SELECT f.fill_id, f.client_order_id, o.strategy_id, o.tag, f.symbol, f.side, f.liquidity, f.price, f.base_qty, f.quote_qty,
+              f.fee, f.fee_asset, f.time
+       FROM fills f LEFT JOIN orders o ON o.client_order_id = f.client_order_id
+       ORDER BY f.time, f.fill_id`
+    )
+    .all() as Array<FillRecord>
+
 export const readStatus = (db: BetterSqlite3.Database, path: string, now: number, config: Config | undefined): StatusReport => {
   const dayStart = now - (now % DAY_MS)
 
@@ -215,14 +220,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
     createdAt: iso(row.created_at)!
   }))
 
-  const fills = db
-    .prepare(
-      `SELECT f.fill_id, f.client_order_id, o.strategy_id, o.tag, f.symbol, f.side, f.liquidity, f.price, f.base_qty, f.quote_qty,
-              f.fee, f.fee_asset, f.time
-       FROM fills f LEFT JOIN orders o ON o.client_order_id = f.client_order_id
-       ORDER BY f.time, f.fill_id`
-    )
-    .all() as Array<FillRecord>
+  const fills = readFills(db)
   const fillsToday = fills
     .filter((fill) => fill.time >= dayStart)
     .reverse()
@@ -255,15 +253,14 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
   }
   // A configured instance is listed even before its first fill: its PnL is then exactly 0.
   for (const id of configured.keys()) if (!byStrategy.has(id)) byStrategy.set(id, [])
-  // A database from before pair rules were stored (an old daemon's) shows what its fills carry.
-  const precision = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() === undefined ? precisionOf([]) : storedPrecision(db)
+  const precision = displayPrecision(db)
   const ownBook = (allocation: Readonly<Record<string, Decimal>> | undefined, own: ReadonlyArray<FillRecord>): Record<string, string> | null => {
     if (allocation === undefined) return null
-    const book = bookBalances(allocation, own.map((f) => ({ ...toPortfolioFill(f), quoteQty: new Decimal(f.quote_qty) })), pairs)
+    const book = bookBalances(allocation, own.map(bookFillOf), pairs)
     return Object.fromEntries([...book].map(([asset, amount]) => [asset, amount.toFixed()]))
   }
   const pnl = [...byStrategy].sort(([a], [b]) => a.localeCompare(b)).map(([strategy, own]): PnlStatus => {
-    const all = portfolio(own.map(toPortfolioFill), pairs, lastPrices)
+    const all = portfolio(own.map(bookFillOf), pairs, lastPrices)
     // A PnL and an average cost come out of divisions: shown at the exchange's precision (its pair
     // rules as the daemon stored them, else what its own fills carry). Holdings are sums of the
     // exchange's own amounts and are shown exactly.
@@ -287,7 +284,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       fees,
       // The parts as shown add up to the net shown.
       netPnl: new Decimal(realized).plus(unrealized).minus(fees).toFixed(),
-      dayPnl: atPlaces(dayPnl(own.map(toPortfolioFill), pairs, lastPrices, now), money),
+      dayPnl: atPlaces(dayPnl(own.map(bookFillOf), pairs, lastPrices, now), money),
       balances: ownBook(configured.get(strategy)?.allocation, own)
     }
   })
@@ -414,7 +411,7 @@ export const renderStatus = (report: StatusReport): string => {
 }
 
 /** Opens the daemon's database read-only after checking it is one this svcbot can read. */
-const openReadOnly = (path: string): Either.Either<BetterSqlite3.Database, CliError> => {
+export const openReadOnly = (path: string): Either.Either<BetterSqlite3.Database, CliError> => {
   if (!existsSync(path)) {
     return Either.left(
       usageError(

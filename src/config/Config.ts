@@ -13,7 +13,9 @@ const fix = <S extends Schema.Schema.Any>(schema: S, message: string) =>
 /** A choice among literals, refused with one message that lists the choices. */
 const oneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
   Schema.String.pipe(
-    Schema.filter((value) => values.includes(value) || `must be one of ${values.map((v) => `"${v}"`).join(", ")}, got "${value}"`),
+    Schema.filter((value) => values.includes(value) || `must be one of ${values.map((v) => `"${v}"`).join(", ")}, got "${value}"`, {
+      jsonSchema: { enum: values }
+    }),
     Schema.compose(Schema.Literal(...values))
   )
 
@@ -139,6 +141,8 @@ const PartialDialect = Schema.Struct({
 })
 
 export const Config = Schema.Struct({
+  /** Where an editor finds this file's JSON Schema (`svcbot config schema`); the daemon ignores it. */
+  $schema: Schema.optional(Schema.String.annotations({ description: "the JSON Schema of this file, for editors (config/svcbot.schema.json)" })),
   mode: Schema.optionalWith(Mode, { default: () => "paper" as const, exact: true }),
   venue: Schema.optionalWith(VenueConfig, { default: () => ({ embedded: true, tape: "synthetic:42", tickMs: 1000, settleMs: 50, staging: false }), exact: true }),
   dialect: Schema.optionalWith(PartialDialect, { default: () => ({}), exact: true }),

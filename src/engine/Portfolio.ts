@@ -152,3 +152,62 @@ export const bookBalances = (
   }
   return balances
 }
+
+/** A fill as the ledger's `fills` table stores it (exact decimal strings). */
+export interface LedgerFillRow {
+  readonly symbol: string
+  readonly side: string
+  readonly price: string
+  readonly base_qty: string
+  readonly quote_qty: string
+  readonly fee: string
+  readonly fee_asset: string
+  readonly time: number
+}
+
+/** A ledger row as the book reads it. */
+export const bookFillOf = (row: LedgerFillRow): PortfolioFill & { readonly quoteQty: Decimal } => ({
+  symbol: row.symbol,
+  side: row.side,
+  price: new Decimal(row.price),
+  baseQty: new Decimal(row.base_qty),
+  quoteQty: new Decimal(row.quote_qty),
+  fee: new Decimal(row.fee),
+  feeAsset: row.fee_asset,
+  time: row.time
+})
+
+/** An unfinished order as far as what it holds of its lock asset. */
+export interface HoldingOrder {
+  readonly lockAsset: string | null
+  readonly lockAmount: Decimal | null
+  readonly baseQty: Decimal | null
+  readonly filledBaseQty: Decimal
+}
+
+/** What an unfinished order still holds: the unfilled part of its lock (the filled part is in the fills). */
+export const stillHeld = (order: HoldingOrder): Decimal => {
+  if (order.lockAmount === null) return ZERO
+  const base = order.baseQty
+  return base !== null && base.gt(0) ? order.lockAmount.mul(base.minus(order.filledBaseQty)).div(base) : order.lockAmount
+}
+
+/**
+ * An instance's own balances, free and locked: its book (allocation moved by its own fills),
+ * of which its unfinished orders hold what they still hold.
+ */
+export const ownBalances = (
+  book: ReadonlyMap<string, Decimal>,
+  orders: ReadonlyArray<HoldingOrder>
+): Map<string, { readonly free: Decimal; readonly locked: Decimal }> => {
+  const locked = new Map<string, Decimal>()
+  for (const order of orders) {
+    if (order.lockAsset !== null) locked.set(order.lockAsset, (locked.get(order.lockAsset) ?? ZERO).plus(stillHeld(order)))
+  }
+  const balances = new Map<string, { readonly free: Decimal; readonly locked: Decimal }>()
+  for (const asset of new Set([...book.keys(), ...locked.keys()])) {
+    const held = locked.get(asset) ?? ZERO
+    balances.set(asset, { free: (book.get(asset) ?? ZERO).minus(held), locked: held })
+  }
+  return balances
+}

@@ -20,8 +20,10 @@ import type { GivenTicker } from "../backtest/Backtest.js"
 import { computeMetrics, type Metrics } from "../backtest/Metrics.js"
 import { finalizerWork } from "../engine/Engine.js"
 import { Market } from "../engine/Market.js"
+import { bookBalances, bookFillOf } from "../engine/Portfolio.js"
 import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
+import type { Side } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import type { CandleEvent, StrategyDefinition } from "../strategy/Strategy.js"
 import { decodeAccounts, devAccounts } from "../venue/Accounts.js"
@@ -30,6 +32,7 @@ import { canonicalParams, paramsHash, sourceHashOfFile } from "../domain/Hash.js
 import {
   interruptRunningPaperRuns,
   type PaperCandleRow,
+  type CarriedOrder,
   type PaperFillRow,
   type PaperHeardRow,
   type PaperIntentRow,
@@ -123,8 +126,6 @@ interface Recording {
   /** The venue process `lastStepSeq` counts in. */
   stepEpoch: number | undefined
   stepsRecorded: number
-  /** Intents seen per kind and tag: the next one's occurrence. */
-  readonly occurrences: Map<string, number>
   /** Intents whose order has not reached the venue yet, or not been cancelled or ended yet (or not said when). */
   readonly waiting: Map<string, Omit<PaperIntentRow, "clientOrderId" | "reachedVenueAt"> & { readonly seq: number }>
   /** Candles given since the last checkpoint. */
@@ -182,6 +183,16 @@ export const recordPaperRuns = (
     const q = {
       storedState: daemon.prepare<[string], { state: string }>("SELECT state FROM strategy_state WHERE strategy_id = ?"),
       fillRowid: daemon.prepare<[], { n: number }>("SELECT COALESCE(MAX(rowid), 0) AS n FROM fills"),
+      // What a resumed instance starts with: its orders still live, and what its fills so far made of its allocation.
+      liveOrders: daemon.prepare<[string], { tag: string; client_order_id: string; side: Side; type: "limit" | "stop-limit"; base_qty: string; filled_base_qty: string; limit_price: string; stop_price: string | null }>(
+        `SELECT tag, client_order_id, side, type, base_qty, filled_base_qty, limit_price, stop_price FROM orders
+         WHERE strategy_id = ? AND state IN ('accepted', 'pending', 'resting') AND type <> 'market' AND tag IS NOT NULL AND client_order_id IS NOT NULL
+         ORDER BY order_id`
+      ),
+      ownFills: daemon.prepare<[string], { symbol: string; side: string; price: string; base_qty: string; quote_qty: string; fee: string; fee_asset: string; time: number }>(
+        `SELECT f.symbol, f.side, f.price, f.base_qty, f.quote_qty, f.fee, f.fee_asset, f.time FROM fills f
+         JOIN orders o ON o.client_order_id = f.client_order_id WHERE o.strategy_id = ?`
+      ),
       intentSeq: daemon.prepare<[string], { n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM intents WHERE strategy_id = ?"),
       fillsSince: daemon.prepare(
         `SELECT f.rowid AS rid, f.*, o.intent_id AS order_intent, i.seq AS intent_seq FROM fills f
@@ -193,6 +204,13 @@ export const recordPaperRuns = (
       ),
       intentsSince: daemon.prepare(
         "SELECT intent_id, seq, tag, type, created_at FROM intents WHERE strategy_id = ? AND seq > ? ORDER BY seq"
+      ),
+      // How many intents of a kind and tag the run made before this one: read, not kept, as most tags are used once.
+      placementsBefore: daemon.prepare<[string, string, number, number], { n: number }>(
+        "SELECT count(*) AS n FROM intents WHERE strategy_id = ? AND tag = ? AND seq > ? AND seq < ? AND type <> 'cancel'"
+      ),
+      cancelsBefore: daemon.prepare<[string, string, number, number], { n: number }>(
+        "SELECT count(*) AS n FROM intents WHERE strategy_id = ? AND tag = ? AND seq > ? AND seq < ? AND type = 'cancel'"
       ),
       // The order a cancel was sent for: the newest of its tag placed before it.
       cancelledOrderOf: daemon.prepare<[string, string, number], { client_order_id: string | null; venue_cancelled_at: number | null; terminal_at: number | null; state: string }>(
@@ -226,7 +244,26 @@ export const recordPaperRuns = (
         return balance === undefined ? ZERO : balance.free.plus(balance.locked)
       }
       const allocation = subject.allocation
-      const startBalances = allocation ?? { [rules.base]: held(rules.base), [rules.quote]: held(rules.quote) }
+      const startState = q.storedState.get(subject.id)?.state ?? null
+      // A resumed instance's book has moved since its allocation: the replay starts where the run did.
+      const startBalances =
+        allocation === undefined
+          ? { [rules.base]: held(rules.base), [rules.quote]: held(rules.quote) }
+          : startState === null
+            ? allocation
+            : Object.fromEntries(bookBalances(allocation, q.ownFills.all(subject.id).map(bookFillOf), new Map([[rules.symbol, rules]])))
+      const carried: Array<CarriedOrder> =
+        startState === null
+          ? []
+          : q.liveOrders.all(subject.id).map((o) => ({
+              tag: o.tag,
+              clientOrderId: o.client_order_id,
+              side: o.side,
+              type: o.type,
+              baseQty: new Decimal(o.base_qty).minus(o.filled_base_qty).toFixed(),
+              limitPrice: o.limit_price,
+              stopPrice: o.stop_price
+            }))
       const startValue = allocation === undefined ? ZERO : allocationValue(pair, allocation, price)
       const intervalMs = options.intervalMs(subject.candleInterval)
       const setup: PaperSetup = {
@@ -248,7 +285,8 @@ export const recordPaperRuns = (
         settleDelayMs: options.settleDelayMs,
         intervalMs,
         schedule: subject.schedule ?? null,
-        startState: q.storedState.get(subject.id)?.state ?? null
+        startState,
+        ...(carried.length === 0 ? {} : { carried })
       }
       const startBase = allocation?.[rules.base] ?? ZERO
       const fillRowidFloor = q.fillRowid.get()!.n
@@ -282,7 +320,6 @@ export const recordPaperRuns = (
         lastStepSeq: 0,
         stepEpoch: undefined,
         stepsRecorded: 0,
-        occurrences: new Map(),
         waiting: new Map(),
         pendingCandles: [],
         pendingTickers: [],
@@ -355,9 +392,7 @@ export const recordPaperRuns = (
       for (const row of q.intentsSince.all(r.subject.id, r.lastIntentSeq) as Array<{ intent_id: string; seq: number; tag: string; type: string; created_at: number }>) {
         r.lastIntentSeq = row.seq
         const kind = row.type === "cancel" ? "cancel" : "place"
-        const counted = `${kind} ${row.tag}`
-        const occurrence = r.occurrences.get(counted) ?? 0
-        r.occurrences.set(counted, occurrence + 1)
+        const occurrence = (kind === "cancel" ? q.cancelsBefore : q.placementsBefore).get(r.subject.id, row.tag, r.intentSeqFloor, row.seq)!.n
         r.waiting.set(row.intent_id, { intentId: row.intent_id, kind, tag: row.tag, occurrence, decidedAt: row.created_at, seq: row.seq })
       }
       for (const [intentId, { seq, ...intent }] of r.waiting) {

@@ -40,6 +40,23 @@ export interface PaperSetup {
   readonly schedule: string | null
   /** The strategy's stored state when the run started, as stored; null: it started fresh. */
   readonly startState: string | null
+  /**
+   * The limit and stop-limit orders the instance had live when the run started (it resumed),
+   * each with what was left of it; absent in runs recorded before it was kept.
+   */
+  readonly carried?: ReadonlyArray<CarriedOrder>
+}
+
+/** A live order a resumed run started with, as exact strings. */
+export interface CarriedOrder {
+  readonly tag: string
+  readonly clientOrderId: string
+  readonly side: Side
+  readonly type: "limit" | "stop-limit"
+  /** What was left to fill. */
+  readonly baseQty: string
+  readonly limitPrice: string
+  readonly stopPrice: string | null
 }
 
 export interface NewPaperRun extends RunIdentity {

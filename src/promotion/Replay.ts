@@ -5,8 +5,9 @@
  * state it resumed — and its fills are compared one to one with the paper fills,
  * intent by intent (tag and occurrence), on side, price, quantity, liquidity and fee.
  *
- * The comparison covers the run up to the close of the last candle its strategy was given;
- * fills of orders placed before the run (a resumed instance) move its book but are not compared.
+ * The comparison covers the run up to the close of the last candle its strategy was given.
+ * A resumed instance's replay starts from its book and its live orders as they stood when the
+ * run started; the fills of those orders are compared too, under `<tag>#carried`.
  *
  * Each replayed order reaches the venue when the paper order did, and each replayed cancel
  * takes effect when the venue cancelled the paper order, if that was within
@@ -19,17 +20,18 @@
  */
 import { Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
-import { type BacktestFailed, BacktestSetupInvalid, runBacktest } from "../backtest/Backtest.js"
+import { type BacktestFailed, BacktestSetupInvalid, CARRIED, runBacktest } from "../backtest/Backtest.js"
+import type { PlaceIntent } from "../domain/Intent.js"
 import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
 import type { Candle, PairSpec } from "../venue/Matching.js"
 import { allocationValue, type BookPair, pnlCurve, trackingErrorPct } from "./Book.js"
-import type { PaperIntentRow, PaperRunEvidence } from "./PaperStore.js"
+import type { CarriedOrder, PaperIntentRow, PaperRunEvidence } from "./PaperStore.js"
 
 export interface RunParity {
   readonly runId: number
   readonly status: PaperRunEvidence["status"]
-  /** Paper fills of the run's own intents (fills of orders placed before the run are not compared). */
+  /** Paper fills of the run's intents and of the orders it carried (a market order in flight at the start is not compared). */
   readonly paperFills: number
   readonly replayFills: number
   readonly fillMismatches: number
@@ -41,6 +43,11 @@ export interface RunParity {
 
 /** Mismatches kept in a promotion record per run. */
 const WORST_KEPT = 5
+
+const carriedIntent = (order: CarriedOrder, symbol: string): PlaceIntent => {
+  const base = { tag: order.tag, symbol, side: order.side, baseQty: new Decimal(order.baseQty), limitPrice: new Decimal(order.limitPrice) }
+  return order.type === "stop-limit" && order.stopPrice !== null ? { ...base, type: "stop-limit", stopPrice: new Decimal(order.stopPrice) } : { ...base, type: "limit" }
+}
 
 const toCandle = (c: PaperRunEvidence["candles"][number]): Candle => ({ openTimeMs: c.openTime, open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })
 
@@ -97,7 +104,10 @@ export const replayPaperRun = <P, S>(
     const at = heardById.get(fill.fillId)
     if (fill.clientOrderId !== null && at !== undefined) listIn(fillsHeard, fill.clientOrderId).push(at)
   }
-  const orderOf = (tag: string, occurrence: number): string | undefined => placements.get(intentKey(tag, occurrence))?.clientOrderId ?? undefined
+  const carried = setup.carried ?? []
+  const carriedTag = new Map(carried.map((order) => [order.clientOrderId, order.tag]))
+  const orderOf = (tag: string, occurrence: number): string | undefined =>
+    occurrence === CARRIED ? carried.find((order) => order.tag === tag)?.clientOrderId : (placements.get(intentKey(tag, occurrence))?.clientOrderId ?? undefined)
   const replayed = runBacktest({
     strategy,
     params,
@@ -123,7 +133,7 @@ export const replayPaperRun = <P, S>(
       }
     },
     ...(setup.schedule === null ? {} : { schedule: setup.schedule }),
-    ...(initialState === undefined ? {} : { initialState })
+    ...(initialState === undefined ? {} : { initialState, carried: carried.map((order) => carriedIntent(order, pair.symbol)) })
   })
   return Either.map(replayed, (result) => {
     const intentOf = new Map([...placements.values()].map((intent) => [intent.intentId, intentKey(intent.tag, intent.occurrence)]))
@@ -131,8 +141,12 @@ export const replayPaperRun = <P, S>(
     const lastCloseMs = live[live.length - 1]!.openTime + setup.intervalMs
     const paper: Array<IntentFill> = []
     for (const fill of run.fills) {
-      if (fill.intentId === null || fill.time > lastCloseMs) continue
-      paper.push({ intent: intentOf.get(fill.intentId) ?? fill.intentId, side: fill.side, price: fill.price, baseQty: fill.baseQty, liquidity: fill.liquidity, fee: fill.fee })
+      if (fill.time > lastCloseMs) continue
+      const carriedFrom = fill.intentId === null && fill.clientOrderId !== null ? carriedTag.get(fill.clientOrderId) : undefined
+      const intent = fill.intentId !== null ? (intentOf.get(fill.intentId) ?? fill.intentId) : carriedFrom !== undefined ? intentKey(carriedFrom, CARRIED) : undefined
+      // A fill of an order from before the run that the run did not carry (a market order in flight) moves the book only.
+      if (intent === undefined) continue
+      paper.push({ intent, side: fill.side, price: fill.price, baseQty: fill.baseQty, liquidity: fill.liquidity, fee: fill.fee })
     }
     const replay = fillsByIntent(result.fills, result.placements)
     const mismatches = compareFillsByIntent(replay, paper)

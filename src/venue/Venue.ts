@@ -331,7 +331,7 @@ const keyRoutes = (dialect: Dialect): ReadonlyMap<string, KeyRoute> => {
           if (isAnswer(body)) return body
           const id = stringField(body, "clientOrderId")
           if (!id.ok) return id.answer
-          const result = venue.engine.cancel(key.uid, id.value, nowMs)
+          const result = venue.engine.cancel(key.uid, id.value, venue.cancelStamp(nowMs))
           return result.ok ? answer(200, { ok: true, clientOrderId: result.clientOrderId, kind: result.kind }) : refusalAnswer(result)
         }
       }
@@ -364,6 +364,14 @@ export class Venue {
   readonly tapes = new Map<string, Tape>()
   /** Every price the matching engine saw, per symbol: what a paper run's parity replay plays back. */
   readonly steps = new Map<string, StepLog>()
+  /**
+   * The stamps of the last cancel and the last price step. svc-venue's record orders the two
+   * by time alone, so that whoever replays it (a paper run's parity replay) needs nothing else:
+   * a step comes after every cancel stamped earlier than it, and a cancel stamped the same
+   * millisecond as a step came after that step.
+   */
+  private lastCancelMs = Number.NEGATIVE_INFINITY
+  private lastStepMs = Number.NEGATIVE_INFINITY
   readonly limits: RateLimits
   readonly guard: AuthGuard
   readonly replay = new ReplayCache(RECV_WINDOW_MAX_MS)
@@ -463,10 +471,18 @@ export class Venue {
     }
   }
 
-  /** One price step to the matching engine, logged as the matching saw it. */
+  /** One price step to the matching engine, logged as the matching saw it (stamped after the last cancel). */
   private feed(symbol: string, price: Decimal, nowMs: number): void {
-    this.steps.get(symbol)?.push(nowMs, price)
-    this.engine.onPrice(symbol, price, nowMs)
+    const stampMs = Math.max(nowMs, this.lastCancelMs + 1)
+    this.lastStepMs = stampMs
+    this.steps.get(symbol)?.push(stampMs, price)
+    this.engine.onPrice(symbol, price, stampMs)
+  }
+
+  /** The stamp of a cancel taking effect now: never before the last price step. */
+  cancelStamp(nowMs: number): number {
+    this.lastCancelMs = Math.max(nowMs, this.lastStepMs)
+    return this.lastCancelMs
   }
 
   /** Moves one pair's price (manual tape, admin route). */

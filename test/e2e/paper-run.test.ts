@@ -122,6 +122,17 @@ describe("svcbot run in paper mode records its evidence as it happens", () => {
       expect(count(dbPath, "paper_fills", grid.run_id)).toBe(kept.fills)
       expect(events(second).filter((e) => e.event === "paper.recorded").map((e) => e.strategy).sort()).toEqual(["grid", "idle", "mm", "starved"])
 
+      // The resumed grid's run starts where the killed one left it: its book moved by its fills, its resting orders carried.
+      const resumed = JSON.parse(after.find((r) => r.status === "completed" && r.instance_id === "grid")!.setup) as {
+        startBalances: Record<string, string>
+        carried?: Array<{ tag: string; clientOrderId: string; baseQty: string }>
+      }
+      console.log(`resumed grid run: start balances ${JSON.stringify(resumed.startBalances)}, ${resumed.carried?.length ?? 0} orders carried`)
+      expect(resumed.startBalances, "the book after the killed run's fills, not the allocation").not.toEqual({ USDT: "5000", BTC: "0.05" })
+      expect(resumed.carried?.length ?? 0, "the grid's resting orders").toBeGreaterThan(0)
+      const journaled = new Set(query<{ client_order_id: string }>(dbPath, "SELECT client_order_id FROM orders WHERE strategy_id = 'grid' AND client_order_id IS NOT NULL").map((o) => o.client_order_id))
+      for (const order of resumed.carried ?? []) expect(journaled.has(order.clientOrderId), order.tag).toBe(true)
+
       // The idle instance held its allocation while the price moved: its PnL is exactly 0.
       const prices = query<{ n: number }>(dbPath, "SELECT count(DISTINCT price) AS n FROM paper_steps WHERE run_id = ?", after.find((r) => r.status === "completed" && r.instance_id === "idle")!.run_id)[0]!.n
       expect(prices, "the price moved during the run").toBeGreaterThan(1)

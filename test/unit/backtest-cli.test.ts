@@ -116,6 +116,28 @@ describe("svcbot backtest", () => {
     expect(parseTime("2024-02-30x", "--from")._tag).toBe("Left")
   })
 
+  it("--config FILE --instance NAME runs that instance: its strategy, symbol, params, schedule and allocation", async () => {
+    const config = join(dir, "config.json")
+    const instance = { id: "eth-trend", strategy: "sma-crossover", symbol: "ETHUSDT", params: JSON.parse(params), allocation: { USDT: "2500" } }
+    writeFileSync(config, JSON.stringify({ mode: "paper", strategies: [instance, { ...instance, id: "other" }] }))
+    const run = await svcbot("backtest", "--config", config, "--instance", "eth-trend", "--synthetic", "9:600", "--db", db, "--json")
+    expect(run.error).toBeUndefined()
+    const out = JSON.parse(run.stdout) as { runId: number; metrics: { initialEquity: string } }
+    expect(out.metrics.initialEquity).toBe("2500")
+    const handle = openDatabase({ path: db })
+    const recorded = listRuns(handle, "sma-crossover").find((r) => r.runId === out.runId)
+    handle.close()
+    expect(recorded!.symbol).toBe("ETHUSDT")
+
+    const unknown = await svcbot("backtest", "--config", config, "--instance", "nope", "--synthetic", "9:600", "--db", db)
+    expect(unknown.error?.exitCode).toBe(2)
+    expect(unknown.error?.message).toBe(`no strategy instance nope in ${config}; its instances: eth-trend, other`)
+    const noInstance = await svcbot("backtest", "--config", config, "--synthetic", "9:600", "--db", db)
+    expect(noInstance.error?.message).toMatch(/--config needs --instance NAME/)
+    const nothing = await svcbot("backtest", "--synthetic", "9:600", "--db", db)
+    expect(nothing.error?.message).toMatch(/give --strategy NAME .* or --config FILE --instance NAME/)
+  })
+
   it("--sweep writes a ranked table and records every combination", async () => {
     const grid = join(dir, "grid.json")
     writeFileSync(grid, JSON.stringify({ params: { fastPeriod: [3, 5], slowPeriod: [13, 21], entry: "market", quoteQty: "1000" }, rankBy: "pnl" }))

@@ -7,10 +7,10 @@
  */
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { type BacktestResult, type BacktestSetup, type GivenTicker, type ReplayTiming, runBacktest, type TapeStep, TAG_IN_USE } from "../../src/backtest/Backtest.js"
+import { type BacktestResult, type BacktestSetup, CARRIED, type GivenTicker, type ReplayTiming, runBacktest, type TapeStep, TAG_IN_USE } from "../../src/backtest/Backtest.js"
 import { compareFillsByIntent, describeIntentMismatches, fillsByIntent, type IntentFill } from "../../src/backtest/Parity.js"
 import { Decimal } from "../../src/domain/Decimal.js"
-import type { Intent } from "../../src/domain/Intent.js"
+import type { Intent, PlaceIntent } from "../../src/domain/Intent.js"
 import { defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
 import type { Candle, PairSpec } from "../../src/venue/Matching.js"
 import { d, MIN, T0, testPair } from "../support/pair.js"
@@ -103,7 +103,7 @@ const timingOf = (times: Record<string, number>): ReplayTiming => ({
   cancelledAt: (tag, occurrence) => times[`cancel ${tag}#${occurrence}`]
 })
 
-const bid = (tag: string, price: string, qty = "2"): Intent => ({ type: "limit", tag, symbol: "BTCUSDT", side: "buy", baseQty: d(qty), limitPrice: d(price) })
+const bid = (tag: string, price: string, qty = "2"): PlaceIntent => ({ type: "limit", tag, symbol: "BTCUSDT", side: "buy", baseQty: d(qty), limitPrice: d(price) })
 const marketBuy = (tag: string): Intent => ({ type: "market", tag, symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("1000"), maxSlippageBps: 50 })
 
 describe("a recorded tape decides fills instead of the candle paths", () => {
@@ -421,5 +421,23 @@ describe("a recorded run's strategy hears fills and updates when it was given th
   it("without recorded times it hears them the moment the venue made them, and the tag is free by then", () => {
     const { heard } = run(setup(scripted({ 0: [bid("bid", "99")] }, (tag) => (tag === "bid" ? [bid("bid", "98")] : [])), candles, { tape }))
     expect(heard.filter((line) => line.includes("bid")).slice(0, 3)).toEqual(["70s update bid resting", "122s fill bid buy 2 @ 99 maker t=122s", "122s update bid fill"])
+  })
+})
+
+describe("a resumed run's live orders", () => {
+  const candles = flat(4)
+  const tape = [...steps(1, [10, "100"]), ...steps(2, [2, "98.9"], [30, "100"])]
+
+  it("are on the book from the start, their tag in use, and their fills count under the carried occurrence", () => {
+    // The stored state the run resumed; the scripted strategy notes what it hears in it.
+    const resumed: Heard = { lines: [], candles: 0 }
+    const outcome = runBacktest(setup(scripted({ 0: [bid("bid", "98")] }), candles, { tape, initialState: resumed, carried: [bid("bid", "99", "1.5")] }))
+    if (Either.isLeft(outcome)) throw outcome.left
+    const out = outcome.right
+    const heard = resumed.lines
+    expect(fillsOf(out)).toEqual(["bid buy 1.5 @ 99 maker fee 0.0015 t=122s"])
+    expect(heard.filter((line) => line.includes("bid"))).toEqual([`60s update bid refused ${TAG_IN_USE}`, "122s fill bid buy 1.5 @ 99 maker t=122s", "122s update bid fill"])
+    expect([...out.placements.values()]).toEqual([{ tag: "bid", occurrence: CARRIED }])
+    expect(fillsByIntent(out.fills, out.placements).map((f) => f.intent)).toEqual(["bid#carried"])
   })
 })

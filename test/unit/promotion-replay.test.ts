@@ -15,7 +15,7 @@ import { toFloat } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import type { PaperCandleRow, PaperFillRow, PaperIntentRow, PaperRunEvidence, PaperSetup, PaperStepRow } from "../../src/promotion/PaperStore.js"
 import { replayPaperRun } from "../../src/promotion/Replay.js"
-import { defineStrategy, result } from "../../src/strategy/Strategy.js"
+import { defineStrategy, result, serializeState } from "../../src/strategy/Strategy.js"
 import { d, MIN, T0, testPair } from "../support/pair.js"
 
 const SEC = 1000
@@ -337,5 +337,31 @@ describe("what cannot be measured", () => {
       expect(outcome.left._tag).toBe("BacktestSetupInvalid")
       expect(outcome.left.message).toBe("paper run 7 recorded no live candle")
     }
+  })
+})
+
+describe("a resumed run", () => {
+  // The instance traded before the run; its exit (5 @ 103) was still resting when the run started.
+  const resumed = (exitFillPrice: string) =>
+    evidence({
+      setup: setupOf({
+        startState: serializeState(entryAndExit, { heard: 3, traded: true }),
+        carried: [{ tag: "exit", clientOrderId: "c-before-the-run", side: "sell", type: "limit", baseQty: "5", limitPrice: "103", stopPrice: null }]
+      }),
+      fills: [fill("f-exit", null, "sell", "maker", "5", exitFillPrice, "0.515", T0 + 90 * SEC)]
+    })
+
+  it("starts with the orders it had live, and compares their fills under <tag>#carried", () => {
+    const parity = replay(onFirstLive, resumed("103"))
+    expect(parity.paperFills).toBe(1)
+    expect(parity.replayFills).toBe(1)
+    expect(parity.fillMismatches).toBe(0)
+  })
+
+  it("counts a carried order's fill that differs", () => {
+    const parity = replay(onFirstLive, resumed("103.5"))
+    expect(parity.fillMismatches).toBe(1)
+    expect(parity.worst[0]!.intent).toBe("exit#carried")
+    expect(parity.worst[0]!.fields).toContain("price")
   })
 })
