@@ -16,7 +16,7 @@ import { Effect } from "effect"
 import { Decimal, ZERO } from "../domain/Decimal.js"
 import { Database } from "../store/Database.js"
 import type { FillTableRow } from "../store/FillLedger.js"
-import { applyFill, emptyPosition, type PortfolioFill, type PortfolioSnapshot, type Position, startOfUtcDay } from "./Portfolio.js"
+import { applyFill, bookFillOf, emptyPosition, type PortfolioFill, type PortfolioSnapshot, type Position, startOfUtcDay } from "./Portfolio.js"
 import type { PairRules } from "./Risk.js"
 
 type Pairs = ReadonlyMap<string, Pick<PairRules, "base" | "quote">>
@@ -40,17 +40,7 @@ const MAX_PENDING_ATTRIBUTIONS = 1000
 const compareFills = (a: { readonly time: number; readonly fillId: string }, b: { readonly time: number; readonly fillId: string }): number =>
   a.time - b.time || (a.fillId < b.fillId ? -1 : a.fillId > b.fillId ? 1 : 0)
 
-const toBookFill = (row: FillTableRow): BookFill => ({
-  fillId: row.fill_id,
-  symbol: row.symbol,
-  side: row.side,
-  price: new Decimal(row.price),
-  baseQty: new Decimal(row.base_qty),
-  quoteQty: new Decimal(row.quote_qty),
-  fee: new Decimal(row.fee),
-  feeAsset: row.fee_asset,
-  time: row.time
-})
+const toBookFill = (row: FillTableRow): BookFill => ({ ...bookFillOf(row), fillId: row.fill_id })
 
 const add = (map: Map<string, Decimal>, key: string, amount: Decimal) => map.set(key, (map.get(key) ?? ZERO).plus(amount))
 

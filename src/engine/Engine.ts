@@ -17,14 +17,17 @@ import { EngineBus, type EngineEvent, type FillUpdate, type OrderUpdate, type Pl
 import { Execution, STOPPING, type SubmitResult } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { type Balance, Market } from "./Market.js"
-import type { PortfolioSnapshot } from "./Portfolio.js"
+import { ownBalances, type PortfolioSnapshot } from "./Portfolio.js"
 import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
 import { waitOutTransients } from "../svc/Transients.js"
 
-/** What a strategy may read: shared balances, its own unfinished orders by tag, prices and pair rules. */
+/**
+ * What a strategy may read: its balances (its own book when it has an allocation, else the
+ * account's), its own unfinished orders by tag, prices and pair rules.
+ */
 export interface StrategyView {
   readonly balances: ReadonlyMap<string, Balance>
   readonly openOrders: ReadonlyMap<string, OrderRow>
@@ -136,11 +139,18 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       view: (strategyId: string): Effect.Effect<StrategyView> =>
         Effect.gen(function* () {
           const orders = yield* strategyOrders(strategyId)
+          const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>()))
+          const allocation = settings.allocations.get(strategyId)
+          // An instance with an allocation trades its own book, as its risk checks and its paper replay count it.
+          const balances =
+            allocation === undefined
+              ? (yield* market.balances).byAsset
+              : ownBalances((yield* books.figures(strategyId, pairs, yield* Clock.currentTimeMillis)).balances(allocation), orders)
           return {
-            balances: (yield* market.balances).byAsset,
+            balances,
             openOrders: new Map(orders.filter((o) => o.tag !== null).map((o) => [o.tag!, o])),
             lastPrices: yield* market.knownPrices,
-            pairs: yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>())),
+            pairs,
             placementsBlocked: yield* bus.blocked
           }
         }),

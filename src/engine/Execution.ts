@@ -22,7 +22,7 @@ import { SvcClient } from "../svc/SvcClient.js"
 import { Books } from "./Books.js"
 import { EngineBus, type PlacementBlock } from "./EngineBus.js"
 import { Market } from "./Market.js"
-import { startOfUtcDay } from "./Portfolio.js"
+import { startOfUtcDay, stillHeld } from "./Portfolio.js"
 import { type Approved, assess, type PairRules, type Refused, type RefusalReason } from "./Risk.js"
 import { EngineSettings } from "./Settings.js"
 
@@ -117,12 +117,6 @@ type Decision =
   | { readonly _tag: "Cancel"; readonly result: SubmitResult; readonly marked: OrderRow | undefined }
 
 const addTo = (map: Map<string, Decimal>, key: string, amount: Decimal) => map.set(key, (map.get(key) ?? ZERO).plus(amount))
-
-/** What an unfinished order still holds of its lock: the unfilled part (the filled part is in the fills). */
-const heldBy = (order: OrderRow): Decimal => {
-  const base = order.baseQty
-  return base !== null && base.gt(0) ? order.lockAmount!.mul(base.minus(order.filledBaseQty)).div(base) : order.lockAmount!
-}
 
 export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
   scoped: Effect.gen(function* () {
@@ -424,7 +418,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     /** The instance's own free balances: its allocation moved by its fills, less what its unfinished orders still hold. */
     const ownBook = (allocation: { readonly allocated: Readonly<Record<string, Decimal>>; readonly afterFills: ReadonlyMap<string, Decimal> }, own: ReadonlyArray<OrderRow>) => {
       const free = new Map(allocation.afterFills)
-      for (const order of own) if (order.lockAsset !== null && order.lockAmount !== null) addTo(free, order.lockAsset, heldBy(order).neg())
+      for (const order of own) if (order.lockAsset !== null && order.lockAmount !== null) addTo(free, order.lockAsset, stillHeld(order).neg())
       return { free: (asset: string): Decimal => free.get(asset) ?? ZERO, allocated: (asset: string): Decimal => allocation.allocated[asset] ?? ZERO }
     }
 
