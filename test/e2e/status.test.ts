@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { Decimal, ZERO } from "../../src/domain/Decimal.js"
 import { readStatus, renderStatus, type StatusReport } from "../../src/cli/status.js"
 import { openDatabase } from "../../src/store/Database.js"
+import { pollUntil } from "../support/daemon.js"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const BIN = join(ROOT, "bin/svcbot.js")
@@ -56,7 +57,11 @@ const startDaemon = (dbPath: string, runFor: string) => {
     if (stdout.includes('"event":"config.loaded"')) markReady()
   })
   const exit = new Promise<number | null>((done) => child.on("exit", (code) => done(code)))
-  return { ready: Promise.race([ready, exit.then(() => Promise.reject(new Error(`the daemon exited before it was ready:\n${stdout}`)))]), exit }
+  return {
+    ready: Promise.race([ready, exit.then(() => Promise.reject(new Error(`the daemon exited before it was ready:\n${stdout}`)))]),
+    exit,
+    stop: () => child.kill("SIGTERM")
+  }
 }
 
 interface FillRow {
@@ -83,7 +88,7 @@ const fillsOf = (dbPath: string): Array<FillRow> => {
 describe("svcbot status", () => {
   it("shows the default instances, open orders, fills and PnL of a daemon's database, while it runs and after", async () => {
     const dbPath = join(tempDir(), "svcbot.db")
-    const daemon = startDaemon(dbPath, "12s")
+    const daemon = startDaemon(dbPath, "120s")
     await daemon.ready
 
     // Beside the running daemon: read-only, it neither blocks the writer nor fails on the lock.
@@ -92,6 +97,9 @@ describe("svcbot status", () => {
     expect(during.code).toBe(0)
     expect((JSON.parse(during.stdout) as StatusReport).strategies.map((s) => s.id).sort()).toEqual([...configuredIds].sort())
 
+    // Until the grid has traded (a loaded machine starts the daemon slower than an idle one), then a clean stop.
+    await pollUntil(async () => (fillsOf(dbPath).length > 0 ? true : undefined), 90_000, "the grid's first fill on the synthetic tape", 500)
+    daemon.stop()
     expect(await daemon.exit).toBe(0)
     const [json, text] = await Promise.all([status(["--config", "config/default.json", "--db", dbPath, "--json"]), status(["--config", "config/default.json", "--db", dbPath])])
     expect(json.code).toBe(0)
@@ -103,7 +111,7 @@ describe("svcbot status", () => {
     expect(report.openOrders).toEqual([])
 
     const fills = fillsOf(dbPath)
-    expect(fills.length, "the grid trades within 12 s on the synthetic tape").toBeGreaterThan(0)
+    expect(fills.length, "the grid traded").toBeGreaterThan(0)
     const dayStart = Date.parse(`${report.day}T00:00:00Z`)
     expect(report.fillsToday).toHaveLength(fills.filter((f) => f.time >= dayStart).length)
     const strategies = [...new Set(fills.flatMap((f) => (f.strategy_id === null ? [] : [f.strategy_id])))].sort()
