@@ -14,13 +14,19 @@ const usage = async (args: ReadonlyArray<string>) => {
 }
 
 describe("usage errors", () => {
-  it("a missing option: the problem, the command's --help, exit 2", async () => {
-    const { code, stdout, stderr } = await usage(["backtest", "--data", "x.csv"])
+  it("a malformed option: the problem, the command's --help, exit 2", async () => {
+    const { code, stdout, stderr } = await usage(["backtest", "--strategy", "sma-crossover", "--settle-ms", "abc"])
     expect(code).toBe(2)
-    expect(stderr).toContain("Expected to find option: '--strategy'")
+    expect(stderr).toContain("'abc' is not a integer")
     expect(stderr).toContain("svcbot: see 'svcbot backtest --help' for the usage")
     expect(stderr).not.toContain('"event"')
     expect(stdout).toEqual([])
+  })
+
+  it("a check of the command's own: its one line naming the fix, exit 2", async () => {
+    const { code, stderr } = await usage(["backtest", "--synthetic", "1:10"])
+    expect(code).toBe(2)
+    expect(stderr.trim()).toBe("svcbot: give --strategy NAME (a shipped strategy or a plugin file), or --config FILE --instance NAME")
   })
 
   it("an unknown command: the commands there are, svcbot --help, exit 2", async () => {
