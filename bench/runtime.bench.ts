@@ -265,6 +265,7 @@ process.stdout.write(
       serializeEventsPerSecond: Math.round(serialized.rate),
       hostEventsPerSecond: Math.round(host.rate),
       hostRatioToBare: host.rate / raw.rate,
+      hostGoal: 0.05,
       hostOnShmEventsPerSecond: hostInMemory === undefined ? null : Math.round(hostInMemory.rate),
       hostOnShmRatioToBare: hostInMemory === undefined ? null : hostInMemory.rate / raw.rate
     },

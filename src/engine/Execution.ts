@@ -14,7 +14,7 @@ import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import { alreadyApplied, type InvalidTransition, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import type { EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
-import { type JournalBatch, OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
+import { type JournalBatch, type Move, OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import type { Accepted } from "../svc/Api.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
 import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
@@ -175,21 +175,34 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         ? Effect.void
         : logEvent("reconcile.mismatch", { orderId, problem: refusal.message, ...(detail === undefined ? {} : { detail }) })
 
-    /** Moves an order along the state machine, logs the change and tells subscribers. */
-    const move = (orderId: number, event: OrderEvent, patch: OrderPatch = {}, detail?: string, options: { readonly fillsSynced?: boolean } = {}) =>
+    /**
+     * Moves orders along the state machine in one transaction, logs each change and tells
+     * subscribers; a move the state machine refuses comes back undefined.
+     */
+    const moveMany = (moves: ReadonlyArray<Move>, options: { readonly fillsSynced?: boolean } = {}) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        const moved = yield* Effect.either(journal.transition(orderId, event, patch, now, detail))
-        if (moved._tag === "Left") {
-          yield* refusedMove(orderId, moved.left, detail)
-          return undefined
+        const outcomes = yield* journal.transitionMany(moves, now)
+        const rows: Array<OrderRow | undefined> = []
+        for (const [i, m] of moves.entries()) {
+          const outcome = outcomes[i]!
+          if (outcome._tag === "Left") {
+            yield* refusedMove(m.orderId, outcome.left, m.detail)
+            rows.push(undefined)
+            continue
+          }
+          const row = outcome.right
+          // The order's fills stored before it had a clientOrderId now count for its strategy.
+          if (m.event === "accept" && row.strategyId !== null && row.clientOrderId !== null) yield* books.attributed(row.strategyId, row.clientOrderId)
+          yield* announce(row, now, m.detail, options.fillsSynced === true)
+          rows.push(row)
         }
-        const row = moved.right
-        // The order's fills stored before it had a clientOrderId now count for its strategy.
-        if (event === "accept" && row.strategyId !== null && row.clientOrderId !== null) yield* books.attributed(row.strategyId, row.clientOrderId)
-        yield* announce(row, now, detail, options.fillsSynced === true)
-        return row
+        return rows
       })
+
+    /** Moves an order along the state machine, logs the change and tells subscribers. */
+    const move = (orderId: number, event: OrderEvent, patch: OrderPatch = {}, detail?: string) =>
+      Effect.map(moveMany([{ orderId, event, patch, detail }]), (rows) => rows[0])
 
     /**
      * The one way an order gets `cancelRequested`, which the tracker follows by sending the cancel
@@ -243,14 +256,15 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     /**
      * Marks the next group of placements `submitting` in one commit synced to disk, then hands
      * each its row. A group is marked once the last one has all got send slots: marking runs
-     * ahead of sending by one group, committed while the one before is out, and a crash leaves
-     * at most two groups marked, each resolved by reconciliation (`unknown`).
+     * ahead of sending by one group, committed while the sends before it are out, and a crash
+     * leaves at most a group and the sends in flight marked, each resolved by reconciliation
+     * (`unknown`, then found or proven not placed).
      */
     const markNextGroup = Effect.gen(function* () {
       // Placements journaled by the same submit join this group.
       yield* Effect.yieldNow()
       if (markedWaiting > 0 || awaitingMark.size === 0) return
-      const group = [...awaitingMark].slice(0, settings.execution.sendConcurrency)
+      const group = [...awaitingMark].slice(0, settings.execution.markGroupSize)
       for (const [orderId] of group) awaitingMark.delete(orderId)
       markedWaiting += group.length
       const now = yield* Clock.currentTimeMillis
@@ -498,6 +512,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       markCancel,
       sendCancel,
       move,
+      moveMany,
       /** Waits until every placement and cancel sent so far has its answer. */
       awaitSends: FiberSet.awaitEmpty(sends),
       /** The strategies whose daily loss limit stopped their placements today (UTC). */

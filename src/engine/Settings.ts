@@ -32,6 +32,13 @@ export interface ExecutionSettings {
    * where the request timeout can run out before the request is even sent.
    */
   readonly sendConcurrency: number
+  /**
+   * Most placements marked `submitting` by one commit synced to disk (a group is marked once the
+   * one before has all been handed to the sends). Each sync costs milliseconds; a crash can leave
+   * up to this many plus `sendConcurrency` marked and never sent, which reconciliation proves
+   * not placed.
+   */
+  readonly markGroupSize: number
 }
 
 export interface TrackerSettings {
@@ -100,7 +107,7 @@ export interface ResolvedEngineSettings {
   readonly market: MarketSettings
 }
 
-export const defaultExecution: ExecutionSettings = { sendConcurrency: 8 }
+export const defaultExecution: ExecutionSettings = { sendConcurrency: 8, markGroupSize: 32 }
 
 export const defaultTracker: TrackerSettings = {
   tickMs: 50,

@@ -7,11 +7,13 @@
  *
  * A poll round gathers what every answer says first. When any order has filled
  * more, the fills are synced once for the round before any of its progress is
- * published, so whoever follows the engine hears the fills first. Polls never
- * overlap: one that starts reads the journal as the last one left it.
+ * published, so whoever follows the engine hears the fills first. An order gone
+ * from the open orders whose fills add up to its quantity has filled: it needs
+ * no status call. Polls never overlap: one that starts reads the journal as the
+ * last one left it.
  */
 import { Clock, Effect } from "effect"
-import type { Decimal } from "../domain/Decimal.js"
+import { type Decimal, ZERO } from "../domain/Decimal.js"
 import { isOrderEvent, type OrderEvent } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
@@ -49,6 +51,8 @@ interface Round {
   readonly moves: Array<{ readonly row: OrderRow; readonly event: OrderEvent; readonly patch: OrderPatch; readonly progressed: boolean }>
   /** Orders whose cancel is owed again: their kind did not change. */
   readonly cancels: Array<OrderRow>
+  /** How many of `moves` were observed before the fills were synced in this round, when they were. */
+  syncedFor: number
 }
 
 export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
@@ -155,20 +159,43 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         )
       )
 
+    /** Syncs the fills; a failure is logged and leaves a sync triggered. True when the ledger is up to date. */
+    const syncFills = fillSync.syncOnce.pipe(
+      Effect.as(true),
+      Effect.catchAll((error) => Effect.as(Effect.zipRight(logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync), false))
+    )
+
+    /**
+     * Orders missing from the open orders that were not being cancelled have most likely filled.
+     * The fills are synced once for them all; one whose fills in the ledger add up to its whole
+     * quantity has filled (kind fill) and needs no status call. Returns the others.
+     */
+    const filledByLedger = (missing: ReadonlyArray<OrderRow>, round: Round) =>
+      Effect.gen(function* () {
+        const candidates = missing.filter((row) => !row.cancelRequested && row.baseQty !== null)
+        if (candidates.length === 0 || !(yield* syncFills)) return missing
+        const filled = new Set<number>()
+        for (const row of candidates) {
+          const total = (yield* ledger.forOrder(row.clientOrderId!)).reduce((sum, fill) => sum.plus(fill.baseQty), ZERO)
+          if (!total.eq(row.baseQty!)) continue
+          filled.add(row.orderId)
+          yield* observe(row, { kind: "fill", filledBaseQty: total }, round)
+        }
+        round.syncedFor = round.moves.length
+        return missing.filter((row) => !filled.has(row.orderId))
+      })
+
     /** Publishes what the round learned: the fills first (one sync for the round), then the orders' progress. */
     const apply = (round: Round) =>
       Effect.gen(function* () {
-        if (round.moves.some((m) => m.progressed)) {
-          // The fills first: an update reporting them must not reach a strategy before they do.
-          yield* fillSync.syncOnce.pipe(
-            Effect.catchAll((error) => Effect.zipRight(logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync))
-          )
-        }
-        for (const { row, event, patch } of round.moves) {
-          // The fills were synced above, or a sync is triggered: the move need not ask for one.
-          const moved = yield* execution.move(row.orderId, event, patch, undefined, { fillsSynced: true })
-          if (moved !== undefined && moved.cancelRequested && moved.terminalAt === null) round.cancels.push(moved)
-        }
+        // The fills first: an update reporting them must not reach a strategy before they do.
+        if (round.moves.slice(round.syncedFor).some((m) => m.progressed)) yield* syncFills
+        // The round's changes are one transaction. The fills were synced above, or a sync is triggered: the moves need not ask for one.
+        const moved = yield* execution.moveMany(
+          round.moves.map(({ row, event, patch }) => ({ orderId: row.orderId, event, patch })),
+          { fillsSynced: true }
+        )
+        for (const row of moved) if (row !== undefined && row.cancelRequested && row.terminalAt === null) round.cancels.push(row)
         yield* Effect.forEach(round.cancels, execution.sendCancel, { discard: true })
         yield* journal.updateMany(round.reschedule, yield* Clock.currentTimeMillis)
       })
@@ -176,7 +203,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     /** Polls `due`, a part of the live orders `live`. */
     const poll = (live: ReadonlyArray<OrderRow>, due: ReadonlyArray<OrderRow>) =>
       Effect.gen(function* () {
-        const round: Round = { reschedule: [], moves: [], cancels: [] }
+        const round: Round = { reschedule: [], moves: [], cancels: [], syncedFor: 0 }
         let inDoubt: ReadonlyArray<OrderRow> = due
         let openOrdersCalls = 0
         // One open-orders answer covers every live order; observing them all lines their polls up for the next batch.
@@ -189,8 +216,11 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
               const seen = byId.get(row.clientOrderId!)
               if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty, createdAt: seen.createdAt }, round)
             }
-            // Missing from the list: finished, or not listed yet; only a status call tells which.
-            inDoubt = due.filter((row) => !byId.has(row.clientOrderId!))
+            // Missing from the list: finished, or not listed yet; the fills or a status call tell which.
+            inDoubt = yield* filledByLedger(
+              due.filter((row) => !byId.has(row.clientOrderId!)),
+              round
+            )
           }
         }
         yield* Effect.forEach(inDoubt, (row) => pollStatus(row, round), { concurrency: settings.concurrency, discard: true })

@@ -230,6 +230,27 @@ export interface JournalBatch {
   readonly unfinished: () => ReadonlyArray<OrderRow>
 }
 
+/** The columns a state change or progress can touch, with each one's value as the table holds it. */
+const MUTABLE_COLUMNS: ReadonlyArray<readonly [string, (row: OrderRow) => unknown]> = [
+  ["state", (row) => row.state],
+  ["kinds_seen", (row) => row.kindsSeen.join(",")],
+  ["client_order_id", (row) => row.clientOrderId],
+  ["code", (row) => row.code],
+  ["filled_base_qty", (row) => row.filledBaseQty.toFixed()],
+  ["avg_price", (row) => text(row.avgPrice)],
+  ["cancel_requested", (row) => (row.cancelRequested ? 1 : 0)],
+  ["sent_at", (row) => row.sentAt],
+  ["lost_at", (row) => row.lostAt],
+  ["accepted_at", (row) => row.acceptedAt],
+  ["venue_created_at", (row) => row.venueCreatedAt],
+  ["venue_cancelled_at", (row) => row.venueCancelledAt],
+  ["terminal_at", (row) => row.terminalAt],
+  ["next_poll_at", (row) => row.nextPollAt],
+  ["polls", (row) => row.polls],
+  ["not_found_probes", (row) => row.notFoundProbes],
+  ["updated_at", (row) => row.updatedAt]
+]
+
 /** The row a patch leaves, as the table holds it after `UPDATE`. */
 const patched = (row: OrderRow, patch: OrderPatch, state: OrderState | undefined, now: number): OrderRow => {
   const terminal = state !== undefined && isTerminal(state)
@@ -270,12 +291,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         lock_asset, lock_amount, accepted_at, created_at, updated_at)
         VALUES (@intentId, @strategyId, @tag, @origin, @clientOrderId, @state, @kindsSeen, @symbol, @side, @type, @baseQty,
         @quoteOrderQty, @limitPrice, @stopPrice, @maxSlippageBps, @filledBaseQty, @lockAsset, @lockAmount, @acceptedAt, @now, @now)`),
-      // Every column a state change or progress can touch, written from the row the journal holds.
-      updateOrder: sqlite.prepare(`UPDATE orders SET state = @state, kinds_seen = @kindsSeen, client_order_id = @clientOrderId,
-        code = @code, filled_base_qty = @filledBaseQty, avg_price = @avgPrice, cancel_requested = @cancelRequested,
-        sent_at = @sentAt, lost_at = @lostAt, accepted_at = @acceptedAt, venue_created_at = @venueCreatedAt,
-        venue_cancelled_at = @venueCancelledAt, terminal_at = @terminalAt, next_poll_at = @nextPollAt, polls = @polls,
-        not_found_probes = @notFoundProbes, updated_at = @updatedAt WHERE order_id = @orderId`),
       insertEvent: sqlite.prepare(
         "INSERT INTO order_events (order_id, from_state, to_state, kind, code, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
       ),
@@ -295,6 +310,8 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       intents: sqlite.prepare("SELECT * FROM intents ORDER BY created_at, intent_id"),
       events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id")
     }
+    // Updates touch a handful of column sets (a poll, an acceptance, a fill...): each is prepared once.
+    const updates = new Map<string, BetterSqlite3.Statement>()
     /** Reads by a set of states that includes finished ones, one statement per set. */
     const byStates = new Map<string, BetterSqlite3.Statement>()
     const inStatesQuery = (states: ReadonlyArray<OrderState>) => {
@@ -352,38 +369,38 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       return toRow(raw)
     }
 
-    const write = (row: OrderRow): OrderRow => {
-      q.updateOrder.run({
-        orderId: row.orderId,
-        state: row.state,
-        kindsSeen: row.kindsSeen.join(","),
-        clientOrderId: row.clientOrderId,
-        code: row.code,
-        filledBaseQty: row.filledBaseQty.toFixed(),
-        avgPrice: text(row.avgPrice),
-        cancelRequested: row.cancelRequested ? 1 : 0,
-        sentAt: row.sentAt,
-        lostAt: row.lostAt,
-        acceptedAt: row.acceptedAt,
-        venueCreatedAt: row.venueCreatedAt,
-        venueCancelledAt: row.venueCancelledAt,
-        terminalAt: row.terminalAt,
-        nextPollAt: row.nextPollAt,
-        polls: row.polls,
-        notFoundProbes: row.notFoundProbes,
-        updatedAt: row.updatedAt
-      })
-      hold(row)
-      return row
+    /** Writes the columns in which `after` differs from `before`; each set of columns is one statement, prepared once. */
+    const write = (before: OrderRow, after: OrderRow): OrderRow => {
+      const columns: Array<string> = []
+      const values: Array<unknown> = []
+      for (const [column, value] of MUTABLE_COLUMNS) {
+        const next = value(after)
+        if (column === "updated_at" || value(before) !== next) {
+          columns.push(column)
+          values.push(next)
+        }
+      }
+      const key = columns.join(",")
+      let statement = updates.get(key)
+      if (statement === undefined) {
+        statement = sqlite.prepare(`UPDATE orders SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE order_id = ?`)
+        updates.set(key, statement)
+      }
+      statement.run(...values, after.orderId)
+      hold(after)
+      return after
     }
 
-    const update = (orderId: number, patch: OrderPatch, now: number): OrderRow => write(patched(getById(orderId), patch, undefined, now))
+    const update = (orderId: number, patch: OrderPatch, now: number): OrderRow => {
+      const current = getById(orderId)
+      return write(current, patched(current, patch, undefined, now))
+    }
 
     const move = (m: Move, now: number): Either.Either<OrderRow, InvalidTransition> => {
       const current = getById(m.orderId)
       const next = transition(current.state, m.event)
       if (Either.isLeft(next)) return Either.left(next.left)
-      const row = write(patched(current, m.patch, next.right, now))
+      const row = write(current, patched(current, m.patch, next.right, now))
       q.insertEvent.run(m.orderId, current.state, next.right, m.patch.kind ?? null, m.patch.code ?? null, m.detail ?? null, now)
       return Either.right(row)
     }
