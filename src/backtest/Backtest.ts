@@ -143,9 +143,15 @@ export interface ReplayTiming {
    * When the recorded run's strategy heard the `index`-th fill (0-based) of the order of this
    * placement intent; undefined when it never did (the replay's strategy then hears it at once).
    */
-  fillHeardAt?(tag: string, occurrence: number, index: number): number | undefined
+  fillHeardAt?(tag: string, occurrence: number, index: number): HeardAt | undefined
   /** The same for the order's `index`-th update of this kind. */
-  updateHeardAt?(tag: string, occurrence: number, kind: OrderUpdateKind, index: number): number | undefined
+  updateHeardAt?(tag: string, occurrence: number, kind: OrderUpdateKind, index: number): HeardAt | undefined
+}
+
+/** When a recorded strategy heard something, and its place among all it heard (what one moment brought comes in that order). */
+export interface HeardAt {
+  readonly atMs: number
+  readonly order: number
 }
 
 /** The placement intent an order came from: its tag and how many placement intents of that tag came before it. */
@@ -218,7 +224,11 @@ const intervalName = (intervalMs: number): string => INTERVAL_NAMES.get(interval
  * Something a recorded run had happen later than the moment the replay reaches it: a cancel
  * the venue applied later, or a fill or order update the strategy heard later.
  */
-type Scheduled = { readonly atMs: number } & (
+type Scheduled = {
+  readonly atMs: number
+  /** Among things of one time: a cancel (the venue's) first, then what the strategy heard in the order it heard it. */
+  readonly order: number
+} & (
   | { readonly what: "cancel"; readonly tag: string; readonly clientOrderId: string }
   | { readonly what: "fill"; readonly fill: RunFill }
   | { readonly what: "update"; readonly update: OrderUpdateEvent }
@@ -570,7 +580,7 @@ class Run<P, S> {
         const cancelAt = this.timing?.cancelledAt(intent.tag, occurrence)
         const order = this.tracked.get(intent.tag)
         if (order !== undefined && cancelAt !== undefined && cancelAt > now) {
-          this.schedule({ atMs: cancelAt, what: "cancel", tag: intent.tag, clientOrderId: order.clientOrderId })
+          this.schedule({ atMs: cancelAt, order: Number.NEGATIVE_INFINITY, what: "cancel", tag: intent.tag, clientOrderId: order.clientOrderId })
           continue
         }
         if (order !== undefined && this.cancel(intent.tag, order, now)) cancelled = true
@@ -642,15 +652,18 @@ class Run<P, S> {
     const index = order.updates.get(update.kind) ?? 0
     order.updates.set(update.kind, index + 1)
     const placement = this.placements.get(order.clientOrderId)
-    const at = placement === undefined ? undefined : this.timing?.updateHeardAt?.(placement.tag, placement.occurrence, update.kind, index)
-    if (at === undefined || at <= now) return false
-    this.schedule({ atMs: at, what: "update", update })
+    const heard = placement === undefined ? undefined : this.timing?.updateHeardAt?.(placement.tag, placement.occurrence, update.kind, index)
+    if (heard === undefined || heard.atMs <= now) return false
+    this.schedule({ atMs: heard.atMs, order: heard.order, what: "update", update })
     return true
   }
 
   private schedule(item: Scheduled): void {
     let i = this.scheduled.length
-    while (i > 0 && this.scheduled[i - 1]!.atMs > item.atMs) i--
+    for (; i > 0; i--) {
+      const before = this.scheduled[i - 1]!
+      if (before.atMs < item.atMs || (before.atMs === item.atMs && before.order <= item.order)) break
+    }
     this.scheduled.splice(i, 0, item)
   }
 
@@ -735,8 +748,8 @@ class Run<P, S> {
         const order = this.tracked.get(fill.tag)
         const index = order === undefined || order.clientOrderId !== fill.clientOrderId ? 0 : order.fills++
         const placement = this.placements.get(fill.clientOrderId)
-        const at = placement === undefined ? undefined : fillHeardAt(placement.tag, placement.occurrence, index)
-        if (at !== undefined && at > now) this.schedule({ atMs: at, what: "fill", fill })
+        const heard = placement === undefined ? undefined : fillHeardAt(placement.tag, placement.occurrence, index)
+        if (heard !== undefined && heard.atMs > now) this.schedule({ atMs: heard.atMs, order: heard.order, what: "fill", fill })
         else heardNow.push(fill)
       }
       heardFills = heardNow

@@ -20,7 +20,7 @@
  */
 import { Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
-import { type BacktestFailed, BacktestSetupInvalid, CARRIED, runBacktest } from "../backtest/Backtest.js"
+import { type BacktestFailed, BacktestSetupInvalid, CARRIED, type HeardAt, runBacktest } from "../backtest/Backtest.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
@@ -88,17 +88,18 @@ export const replayPaperRun = <P, S>(
     return reached !== null && reached - paper.decidedAt <= latencyToleranceMs ? reached : paper.decidedAt + latencyToleranceMs
   }
   // When the paper strategy heard each update (by order and kind, in order) and each fill (by order, in order).
-  const heardById = new Map<string, number>()
-  const updatesHeard = new Map<string, Array<number>>()
-  const fillsHeard = new Map<string, Array<number>>()
-  const listIn = (lists: Map<string, Array<number>>, key: string): Array<number> => {
+  const heardById = new Map<string, HeardAt>()
+  const updatesHeard = new Map<string, Array<HeardAt>>()
+  const fillsHeard = new Map<string, Array<HeardAt>>()
+  const listIn = (lists: Map<string, Array<HeardAt>>, key: string): Array<HeardAt> => {
     let list = lists.get(key)
     if (list === undefined) lists.set(key, (list = []))
     return list
   }
   for (const h of run.heard) {
-    if (h.fillId !== null) heardById.set(h.fillId, h.timeMs)
-    else if (h.clientOrderId !== null) listIn(updatesHeard, `${h.clientOrderId} ${h.kind}`).push(h.timeMs)
+    const heard = { atMs: h.timeMs, order: h.seq }
+    if (h.fillId !== null) heardById.set(h.fillId, heard)
+    else if (h.clientOrderId !== null) listIn(updatesHeard, `${h.clientOrderId} ${h.kind}`).push(heard)
   }
   for (const fill of run.fills) {
     const at = heardById.get(fill.fillId)

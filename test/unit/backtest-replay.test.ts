@@ -401,9 +401,15 @@ describe("a recorded run's strategy hears fills and updates when it was given th
   const timing: ReplayTiming = {
     placedAt: () => undefined,
     cancelledAt: () => undefined,
-    fillHeardAt: (tag, occurrence, index) => (tag === "bid" && occurrence === 0 && index === 0 ? T0 + 122.4 * SEC : undefined),
+    fillHeardAt: (tag, occurrence, index) => (tag === "bid" && occurrence === 0 && index === 0 ? { atMs: T0 + 122.4 * SEC, order: 2 } : undefined),
     updateHeardAt: (tag, occurrence, kind, index) =>
-      tag !== "bid" || occurrence !== 0 || index !== 0 ? undefined : kind === "resting" ? T0 + 71 * SEC : kind === "fill" ? T0 + 122.6 * SEC : undefined
+      tag !== "bid" || occurrence !== 0 || index !== 0
+        ? undefined
+        : kind === "resting"
+          ? { atMs: T0 + 71 * SEC, order: 1 }
+          : kind === "fill"
+            ? { atMs: T0 + 122.6 * SEC, order: 3 }
+            : undefined
   }
 
   it("hears a fill and the final update at the recorded times, after the venue made them; the order's tag stays in use until then", () => {
@@ -416,6 +422,17 @@ describe("a recorded run's strategy hears fills and updates when it was given th
       `122.4s update bid refused ${TAG_IN_USE}`,
       "122.6s update bid fill"
     ])
+  })
+
+  it("hears what one moment brought in the order the recorded strategy heard it", () => {
+    // Both bids fill in the dip at 122 s; the recorded strategy was told of b before a, in one moment.
+    const inOrder: ReplayTiming = {
+      placedAt: () => undefined,
+      cancelledAt: () => undefined,
+      updateHeardAt: (tag, _occurrence, kind) => (kind !== "fill" ? undefined : { atMs: T0 + 122.5 * SEC, order: tag === "b" ? 7 : 8 })
+    }
+    const { heard } = run(setup(scripted({ 0: [bid("a", "99", "1"), bid("b", "99", "1")] }), candles, { tape, timing: inOrder }))
+    expect(heard.filter((line) => line.includes("update") && line.includes("fill"))).toEqual(["122.5s update b fill", "122.5s update a fill"])
   })
 
   it("without recorded times it hears them the moment the venue made them, and the tag is free by then", () => {
