@@ -250,6 +250,17 @@ const toRequest = (intent: PlaceIntent): PlaceRequest => {
   }
 }
 
+const candleEvent = (symbol: string, interval: string, candle: Candle): CandleEvent => ({
+  symbol,
+  interval,
+  openTime: candle.openTimeMs,
+  open: candle.open,
+  high: candle.high,
+  low: candle.low,
+  close: candle.close,
+  volume: candle.volume
+})
+
 /** What the strategy hears of an order as the engine shows it: `code` and `avgPrice` only when it has them. */
 const orderUpdate = (tag: string, order: OrderView, kind: OrderUpdateKind): OrderUpdateEvent => {
   // Set one by one, not spread in: spreading a conditional object costs a runtime call per update.
@@ -281,6 +292,8 @@ class Run<P, S> {
   private readonly strategy: StrategyDefinition<P, S>
   private readonly timing: ReplayTiming | undefined
   private readonly symbol: string
+  /** The candles' interval as events name it ("1m"). */
+  private readonly interval: string
   private readonly view: Mutable<StrategyView<P>>
   private readonly balances = new Map<string, Balance>()
   private readonly openOrders = new Map<string, OpenOrder>()
@@ -321,6 +334,7 @@ class Run<P, S> {
     this.strategy = setup.strategy
     this.timing = setup.timing
     this.symbol = pair.symbol
+    this.interval = intervalName(setup.intervalMs)
     this.engine = new MatchingEngine({ pairs: [pair], fees: setup.fees, settleDelayMs: setup.settleDelayMs, prices: { [pair.symbol]: firstPrice } })
     this.engine.openAccount(UID)
     for (const [asset, amount] of Object.entries(setup.balances)) this.engine.setBalance(UID, asset, amount)
@@ -422,20 +436,20 @@ class Run<P, S> {
   }
 
   /** A history candle: the strategy hears it closed; what it would do then is dropped, as the daemon's host drops it. */
-  warmUp(candle: Candle, closeMs: number, event: CandleEvent): void {
+  warmUp(candle: Candle, closeMs: number): void {
     const onCandle = this.strategy.onCandle
     this.view.now = closeMs
     this.lastPrices.set(this.symbol, candle.close)
     if (onCandle === undefined) return
     try {
-      this.state = onCandle(this.state, event, this.view).state
+      this.state = onCandle(this.state, { ...candleEvent(this.symbol, this.interval, candle), warmup: true }, this.view).state
     } catch (cause) {
       throw this.failed("onCandle", cause)
     }
   }
 
   /** Steps 1 to 4 for one candle. */
-  candle(candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
+  candle(candle: Candle, closeMs: number, timers: ReadonlyArray<number>): void {
     this.scheduledUntil(closeMs, true)
     let settled = false
     if (this.tracked.size === 0) {
@@ -447,7 +461,7 @@ class Run<P, S> {
       settled = this.settleUntil(closeMs, false)
       this.engine.onCandle(this.symbol, candle, closeMs)
     }
-    this.atClose(candle, closeMs, settled, event, timers)
+    this.atClose(candle, closeMs, settled, timers)
   }
 
   /** Shows the engine the candle it was not shown while no order was live. */
@@ -458,7 +472,7 @@ class Run<P, S> {
   }
 
   /** Steps 1 to 4 for one candle in tape mode: the recorded steps of its window instead of its path. */
-  replayCandle(tape: ReadonlyArray<TapeStep>, candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
+  replayCandle(tape: ReadonlyArray<TapeStep>, candle: Candle, closeMs: number, timers: ReadonlyArray<number>): void {
     let at = this.nextStep
     while (at < tape.length && tape[at]!.timeMs <= candle.openTimeMs) at++
     const tickers = this.setup.tickers ?? []
@@ -486,7 +500,7 @@ class Run<P, S> {
     this.nextStep = at
     this.nextTicker = heard
     this.scheduledUntil(closeMs, true)
-    this.atClose(candle, closeMs, this.settleUntil(closeMs, false), event, timers)
+    this.atClose(candle, closeMs, this.settleUntil(closeMs, false), timers)
   }
 
   /** A recorded ticker: what settled by then, the fills and updates it brought, then the price the strategy was shown. */
@@ -503,14 +517,14 @@ class Run<P, S> {
   }
 
   /** Steps 3 and 4: what the strategy hears at the close, and the intents it answers with. */
-  private atClose(candle: Candle, closeMs: number, settled: boolean, event: CandleEvent, timers: ReadonlyArray<number>): void {
+  private atClose(candle: Candle, closeMs: number, settled: boolean, timers: ReadonlyArray<number>): void {
     const { onCandle, onTicker, onTimer } = this.strategy
     this.view.now = closeMs
     // The daemon gives candles only to a strategy that handles them; with recorded tickers, one that does not hears no close.
     if (onCandle !== undefined || this.setup.tickers === undefined) this.lastPrices.set(this.symbol, candle.close)
     this.intentsThisMoment = 0
     if (this.tracked.size > 0) this.deliverOrderProgress(settled)
-    if (onCandle !== undefined) this.handle("onCandle", onCandle, event)
+    if (onCandle !== undefined) this.handle("onCandle", onCandle, candleEvent(this.symbol, this.interval, candle))
     // A recorded run's tickers are heard when they were given, not at each close.
     if (onTicker !== undefined && this.setup.tickers === undefined) this.handle("onTicker", onTicker, { symbol: this.symbol, price: candle.close, time: closeMs })
     if (onTimer !== undefined) for (const at of timers) this.handle("onTimer", onTimer, { name: SCHEDULE_TIMER, scheduledAt: at })
@@ -809,17 +823,6 @@ const exactEquity = (candles: ReadonlyArray<Candle>, holdings: ReadonlyArray<Hol
   return equity
 }
 
-const candleEvent = (symbol: string, interval: string, candle: Candle): CandleEvent => ({
-  symbol,
-  interval,
-  openTime: candle.openTimeMs,
-  open: candle.open,
-  high: candle.high,
-  low: candle.low,
-  close: candle.close,
-  volume: candle.volume
-})
-
 /** Runs one backtest. Deterministic: the same setup gives the same fills, equity and metrics. */
 export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<BacktestResult, BacktestFailed> => {
   try {
@@ -827,7 +830,6 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const candles = setup.candles
     const first = candles[0]!
     const intervalMs = setup.intervalMs
-    const interval = intervalName(intervalMs)
     const matches = scheduleMatcher(setup.schedule)
     const run = new Run(setup, first.open, first.openTimeMs)
     const initialBase = run.base
@@ -844,7 +846,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const noTimers: ReadonlyArray<number> = []
     const tape = setup.tape
     for (const candle of setup.warmup ?? []) {
-      run.warmUp(candle, candle.openTimeMs + intervalMs, { ...candleEvent(setup.pair.symbol, interval, candle), warmup: true })
+      run.warmUp(candle, candle.openTimeMs + intervalMs)
     }
     let inMarketCandles = 0
     for (let i = 0; i < candles.length; i++) {
@@ -856,9 +858,8 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
         for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (matches(minute)) due.push(minute)
         timers = due
       }
-      const event = candleEvent(setup.pair.symbol, interval, candle)
-      if (tape === undefined) run.candle(candle, closeMs, event, timers)
-      else run.replayCandle(tape, candle, closeMs, event, timers)
+      if (tape === undefined) run.candle(candle, closeMs, timers)
+      else run.replayCandle(tape, candle, closeMs, timers)
       const fills = run.fills
       while (fillsRecorded < fills.length) recorder.fill(fills[fillsRecorded++]!)
       if (run.holdingsVersion !== holdingsSeen) {
