@@ -1,7 +1,8 @@
 /**
  * Backtest throughput: sma-crossover over the venue's synthetic one-minute tape,
  * on one core, against a bare loop that only reads the same candles, both timed
- * in this run. Goal: at least 1,000,000 candles per second.
+ * in this run. Goal: at least 2,000,000 candles per second; the figure `throughput` is
+ * the rate over that goal.
  *
  *   npm run bench -- backtest            (1,000,000 candles)
  *   BENCH_CANDLES=200000 npm run bench -- backtest
@@ -15,7 +16,7 @@ import type { Candle } from "../src/venue/Matching.js"
 import { syntheticCandles } from "../src/venue/Tape.js"
 import smaCrossover from "../strategies/sma-crossover.js"
 
-const GOAL_CANDLES_PER_SECOND = 1_000_000
+const GOAL_CANDLES_PER_SECOND = 2_000_000
 const count = Number(process.env.BENCH_CANDLES ?? 1_000_000)
 if (!Number.isSafeInteger(count) || count < 1000) throw new Error(`BENCH_CANDLES must be a whole number of at least 1000, got ${process.env.BENCH_CANDLES}`)
 
@@ -106,6 +107,7 @@ process.stdout.write(
     ratioToBare: backtestRate / bareRate,
     goalCandlesPerSecond: GOAL_CANDLES_PER_SECOND,
     goalMet: backtestRate >= GOAL_CANDLES_PER_SECOND,
+    throughput: { candlesPerSecond: Math.round(backtestRate), goalCandlesPerSecond: GOAL_CANDLES_PER_SECOND, ratio: backtestRate / GOAL_CANDLES_PER_SECOND, goal: 1 },
     fills: result.fills.length,
     trades: result.metrics.trades,
     bytesPerCandle,

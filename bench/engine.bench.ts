@@ -31,7 +31,7 @@ const FILLS = 10_000
 const ORDERS_TRACKED = 20
 const REST_MS = 3000
 const INTENTS = 300
-const ROUNDS = 3
+const ROUNDS = 5
 
 const quietLogger = Logger.layer({ destination: { write: () => undefined } })
 

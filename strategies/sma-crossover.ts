@@ -10,7 +10,7 @@
  * O(1) in place, and Decimal math happens only on a crossing.
  */
 import { Schema } from "effect"
-import { Decimal, toFloat, ZERO } from "../src/domain/Decimal.js"
+import { Decimal, min, sign, toFloat, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import { smaPush, smaReady, smaValue, smaWindow, SmaWindowState, type SmaWindow } from "../src/strategy/indicators.js"
 import { cancelOrder, FreeFunds, isCancellable, limitOrder, marketBuy, marketSell, positionChange, qtyForQuote, shiftBps, tradingPair } from "../src/strategy/orders.js"
@@ -63,13 +63,20 @@ const StateSchema = Schema.mutable(
 
 type View = StrategyView<Params>
 
+/**
+ * The answer to a candle that places nothing, kept while the state is the same object: the
+ * state is updated in place, so one answer serves every such candle instead of one per candle.
+ */
+let placesNothing: HandlerResult<State> | undefined
+const nothingToPlace = (state: State): HandlerResult<State> => (placesNothing?.state === state ? placesNothing : (placesNothing = result(state)))
+
 const nextTag = (state: State, kind: "entry" | "exit"): string => `sma-${kind}-${++state.seq}`
 
 const enter = (state: State, close: Decimal, view: View): HandlerResult<State> => {
   const rules = tradingPair(view, view.symbol)
   if (rules === undefined || state.entryTag !== null || state.exitTag !== null || state.position.gte(rules.minBaseQty)) return result(state)
   const funds = new FreeFunds(view)
-  const quote = Decimal.min(view.params.quoteQty, funds.available(rules.quote))
+  const quote = min(view.params.quoteQty, funds.available(rules.quote))
   const tag = nextTag(state, "entry")
   let intent: Intent | undefined
   if (view.params.entry === "market") {
@@ -99,13 +106,13 @@ const exit = (state: State, price: Decimal, view: View): HandlerResult<State> =>
   }
   const rules = tradingPair(view, view.symbol)
   if (rules === undefined) {
-    state.exitDue = state.position.gt(0)
+    state.exitDue = sign(state.position) > 0
     return result(state)
   }
   const funds = new FreeFunds(view)
   const tag = nextTag(state, "exit")
   const intent = marketSell(
-    { tag, baseQty: Decimal.min(state.position, funds.available(rules.base)), maxSlippageBps: view.params.maxSlippageBps, referencePrice: price },
+    { tag, baseQty: min(state.position, funds.available(rules.base)), maxSlippageBps: view.params.maxSlippageBps, referencePrice: price },
     rules,
     funds
   )
@@ -142,7 +149,7 @@ export default defineStrategy<Params, State>({
     const close = toFloat(candle.close)
     smaPush(state.fast, close)
     smaPush(state.slow, close)
-    if (!smaReady(state.slow)) return result(state)
+    if (!smaReady(state.slow)) return nothingToPlace(state)
     const fast = smaValue(state.fast)
     const slow = smaValue(state.slow)
     const trend = fast > slow ? 1 : fast < slow ? -1 : state.trend
@@ -150,9 +157,9 @@ export default defineStrategy<Params, State>({
     // may be recorded as entered or exited for it; the first live reading is not a crossing.
     if (candle.warmup === true) {
       state.trend = trend
-      return result(state)
+      return nothingToPlace(state)
     }
-    if (trend === state.trend) return state.exitDue ? exit(state, candle.close, view) : result(state)
+    if (trend === state.trend) return state.exitDue ? exit(state, candle.close, view) : nothingToPlace(state)
     const previous = state.trend
     state.trend = trend
     // The first reading after the warm-up is where the averages stand, not a crossing.
@@ -165,11 +172,11 @@ export default defineStrategy<Params, State>({
       state.entryTag = null
       state.entryCancelSent = false
       const price = view.lastPrices.get(view.symbol)
-      if (state.trend < 0 && state.position.gt(0) && price !== undefined) return exit(state, price, view)
+      if (state.trend < 0 && sign(state.position) > 0 && price !== undefined) return exit(state, price, view)
     } else if (update.tag === state.exitTag) {
       state.exitTag = null
       // A rejected exit (e.g. slippage) is retried on the next candle, never in a tight loop.
-      if (update.kind !== "fill" && state.trend < 0 && state.position.gt(0)) state.exitDue = true
+      if (update.kind !== "fill" && state.trend < 0 && sign(state.position) > 0) state.exitDue = true
     }
     return result(state)
   },
@@ -177,7 +184,7 @@ export default defineStrategy<Params, State>({
     const base = view.pairs.get(view.symbol)?.base
     if (base === undefined) return result(state)
     const position = state.position.add(positionChange(fill, base))
-    state.position = position.gt(0) ? position : ZERO
+    state.position = sign(position) > 0 ? position : ZERO
     // A buy that lands after the trend turned down (a late fill of a cancelled entry) is sold on the next candle.
     if (fill.side === "buy" && state.trend < 0) state.exitDue = true
     return result(state)

@@ -69,8 +69,8 @@ import {
   type Handler,
   type HandlerResult
 } from "../strategy/Strategy.js"
-import { type Candle, type Fees, MatchingEngine, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
-import { computeMetrics, type Metrics, type RunFill } from "./Metrics.js"
+import { type Candle, type Fees, MatchingEngine, type OrderView, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
+import { type Metrics, MetricsRecorder, type RunFill } from "./Metrics.js"
 
 export interface BacktestSetup<P = unknown, S = unknown> {
   readonly strategy: StrategyDefinition<P, S>
@@ -242,10 +242,11 @@ interface Tracked {
   filledBaseQty: Decimal
   /** Fills of the order, and its updates per kind, so far: which one a recorded hearing time is for. */
   fills: number
-  readonly updates: Map<OrderUpdateKind, number>
+  /** Counted only for a recording that says when its updates were heard (`updateHeardAt`). */
+  updates?: Map<OrderUpdateKind, number>
 }
 
-type MutableView<P> = { -readonly [K in keyof StrategyView<P>]: StrategyView<P>[K] }
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 const toRequest = (intent: PlaceIntent): PlaceRequest => {
   switch (intent.type) {
@@ -267,25 +268,51 @@ const toRequest = (intent: PlaceIntent): PlaceRequest => {
   }
 }
 
-const openOrderOf = (intent: PlaceIntent, clientOrderId: string): OpenOrder => ({
-  tag: intent.tag,
-  clientOrderId,
-  symbol: intent.symbol,
-  side: intent.side,
-  type: intent.type,
-  baseQty: intent.type === "market" && intent.side === "buy" ? ZERO : (intent as { readonly baseQty: Decimal }).baseQty,
-  filledBaseQty: ZERO,
-  ...(intent.type === "market" ? {} : { limitPrice: intent.limitPrice }),
-  ...(intent.type === "stop-limit" ? { stopPrice: intent.stopPrice } : {}),
-  kind: "pending"
+const candleEvent = (symbol: string, interval: string, candle: Candle): CandleEvent => ({
+  symbol,
+  interval,
+  openTime: candle.openTimeMs,
+  open: candle.open,
+  high: candle.high,
+  low: candle.low,
+  close: candle.close,
+  volume: candle.volume
 })
+
+/** What the strategy hears of an order as the engine shows it: `code` and `avgPrice` only when it has them. */
+const orderUpdate = (tag: string, order: OrderView, kind: OrderUpdateKind): OrderUpdateEvent => {
+  // Set one by one, not spread in: spreading a conditional object costs a runtime call per update.
+  const update: Mutable<OrderUpdateEvent> = { tag, clientOrderId: order.clientOrderId, kind, filledBaseQty: order.filledBaseQty }
+  if (order.code !== null) update.code = order.code
+  if (order.avgPrice !== null) update.avgPrice = order.avgPrice
+  return update
+}
+
+const openOrderOf = (intent: PlaceIntent, clientOrderId: string): OpenOrder => {
+  const order: Mutable<OpenOrder> = {
+    tag: intent.tag,
+    clientOrderId,
+    symbol: intent.symbol,
+    side: intent.side,
+    type: intent.type,
+    baseQty: intent.type === "market" && intent.side === "buy" ? ZERO : (intent as { readonly baseQty: Decimal }).baseQty,
+    filledBaseQty: ZERO,
+    kind: "pending"
+  }
+  // Set one by one, as in `orderUpdate`.
+  if (intent.type !== "market") order.limitPrice = intent.limitPrice
+  if (intent.type === "stop-limit") order.stopPrice = intent.stopPrice
+  return order
+}
 
 class Run<P, S> {
   private readonly engine: MatchingEngine
   private readonly strategy: StrategyDefinition<P, S>
   private readonly timing: ReplayTiming | undefined
   private readonly symbol: string
-  private readonly view: MutableView<P>
+  /** The candles' interval as events name it ("1m"). */
+  private readonly interval: string
+  private readonly view: Mutable<StrategyView<P>>
   private readonly balances = new Map<string, Balance>()
   private readonly openOrders = new Map<string, OpenOrder>()
   private readonly lastPrices = new Map<string, Decimal>()
@@ -307,6 +334,9 @@ class Run<P, S> {
   private lastFillSeq = 0
   /** Stop-limit orders still pending: their trigger changes their kind without a fill. */
   private waitingStops = 0
+  /** The last candle played while no order was live, not shown to the engine yet (`catchUp`). */
+  private unplayed: Candle | undefined
+  private unplayedCloseMs = 0
   private intentsThisMoment = 0
   private state: S
   private baseHeld = ZERO
@@ -322,6 +352,7 @@ class Run<P, S> {
     this.strategy = setup.strategy
     this.timing = setup.timing
     this.symbol = pair.symbol
+    this.interval = intervalName(setup.intervalMs)
     this.engine = new MatchingEngine({ pairs: [pair], fees: setup.fees, settleDelayMs: setup.settleDelayMs, prices: { [pair.symbol]: firstPrice } })
     this.engine.openAccount(UID)
     for (const [asset, amount] of Object.entries(setup.balances)) this.engine.setBalance(UID, asset, amount)
@@ -455,28 +486,43 @@ class Run<P, S> {
   }
 
   /** A history candle: the strategy hears it closed; what it would do then is dropped, as the daemon's host drops it. */
-  warmUp(candle: Candle, closeMs: number, event: CandleEvent): void {
+  warmUp(candle: Candle, closeMs: number): void {
     const onCandle = this.strategy.onCandle
     this.view.now = closeMs
     this.lastPrices.set(this.symbol, candle.close)
     if (onCandle === undefined) return
     try {
-      this.state = onCandle(this.state, event, this.view).state
+      this.state = onCandle(this.state, { ...candleEvent(this.symbol, this.interval, candle), warmup: true }, this.view).state
     } catch (cause) {
       throw this.failed("onCandle", cause)
     }
   }
 
   /** Steps 1 to 4 for one candle. */
-  candle(candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
+  candle(candle: Candle, closeMs: number, timers: ReadonlyArray<number>): void {
     this.scheduledUntil(closeMs, true)
-    const settled = this.settleUntil(closeMs, false)
-    this.engine.onCandle(this.symbol, candle, closeMs)
-    this.atClose(candle, closeMs, settled, event, timers)
+    let settled = false
+    if (this.tracked.size === 0) {
+      // No order is live, so none settles or waits for the path: the engine learns where the path
+      // ended when the next order is placed (`catchUp`), instead of at every candle.
+      this.unplayed = candle
+      this.unplayedCloseMs = closeMs
+    } else {
+      settled = this.settleUntil(closeMs, false)
+      this.engine.onCandle(this.symbol, candle, closeMs)
+    }
+    this.atClose(candle, closeMs, settled, timers)
+  }
+
+  /** Shows the engine the candle it was not shown while no order was live. */
+  private catchUp(): void {
+    if (this.unplayed === undefined) return
+    this.engine.onCandle(this.symbol, this.unplayed, this.unplayedCloseMs)
+    this.unplayed = undefined
   }
 
   /** Steps 1 to 4 for one candle in tape mode: the recorded steps of its window instead of its path. */
-  replayCandle(tape: ReadonlyArray<TapeStep>, candle: Candle, closeMs: number, event: CandleEvent, timers: ReadonlyArray<number>): void {
+  replayCandle(tape: ReadonlyArray<TapeStep>, candle: Candle, closeMs: number, timers: ReadonlyArray<number>): void {
     let at = this.nextStep
     while (at < tape.length && tape[at]!.timeMs <= candle.openTimeMs) at++
     const tickers = this.setup.tickers ?? []
@@ -504,7 +550,7 @@ class Run<P, S> {
     this.nextStep = at
     this.nextTicker = heard
     this.scheduledUntil(closeMs, true)
-    this.atClose(candle, closeMs, this.settleUntil(closeMs, false), event, timers)
+    this.atClose(candle, closeMs, this.settleUntil(closeMs, false), timers)
   }
 
   /** A recorded ticker: what settled by then, the fills and updates it brought, then the price the strategy was shown. */
@@ -521,14 +567,14 @@ class Run<P, S> {
   }
 
   /** Steps 3 and 4: what the strategy hears at the close, and the intents it answers with. */
-  private atClose(candle: Candle, closeMs: number, settled: boolean, event: CandleEvent, timers: ReadonlyArray<number>): void {
+  private atClose(candle: Candle, closeMs: number, settled: boolean, timers: ReadonlyArray<number>): void {
     const { onCandle, onTicker, onTimer } = this.strategy
     this.view.now = closeMs
     // The daemon gives candles only to a strategy that handles them; with recorded tickers, one that does not hears no close.
     if (onCandle !== undefined || this.setup.tickers === undefined) this.lastPrices.set(this.symbol, candle.close)
     this.intentsThisMoment = 0
     if (this.tracked.size > 0) this.deliverOrderProgress(settled)
-    if (onCandle !== undefined) this.handle("onCandle", onCandle, event)
+    if (onCandle !== undefined) this.handle("onCandle", onCandle, candleEvent(this.symbol, this.interval, candle))
     // A recorded run's tickers are heard when they were given, not at each close.
     if (onTicker !== undefined && this.setup.tickers === undefined) this.handle("onTicker", onTicker, { symbol: this.symbol, price: candle.close, time: closeMs })
     if (onTimer !== undefined) for (const at of timers) this.handle("onTimer", onTimer, { name: SCHEDULE_TIMER, scheduledAt: at })
@@ -542,6 +588,7 @@ class Run<P, S> {
 
   /** Delivers the answers (refusals, cancels) waiting for the strategy, and those its handling causes. */
   private answer(): void {
+    if (this.answers.length === 0) return
     const onOrderUpdate = this.strategy.onOrderUpdate
     // A loop, not recursion: a strategy answering each refusal with a new order must not exhaust the stack.
     for (let next = this.answers.shift(); next !== undefined; next = this.answers.shift()) {
@@ -594,6 +641,7 @@ class Run<P, S> {
       }
       // A recorded order that reached the venue after the intent settles that much later, as it did there.
       const placedAt = this.timing?.placedAt(intent.tag, occurrence)
+      this.catchUp()
       const placed = this.engine.place(UID, toRequest(intent), placedAt !== undefined && placedAt > now ? placedAt : now)
       if (!placed.ok) {
         this.refused(intent.tag, placed.code)
@@ -602,7 +650,7 @@ class Run<P, S> {
       this.counts.placed += 1
       const stop = intent.type === "stop-limit"
       if (stop) this.waitingStops += 1
-      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, stop, kind: "pending", filledBaseQty: ZERO, fills: 0, updates: new Map() })
+      this.tracked.set(intent.tag, { clientOrderId: placed.clientOrderId, stop, kind: "pending", filledBaseQty: ZERO, fills: 0 })
       this.placements.set(placed.clientOrderId, { tag: intent.tag, occurrence })
       this.openOrders.set(intent.tag, openOrderOf(intent, placed.clientOrderId))
     }
@@ -623,13 +671,7 @@ class Run<P, S> {
     if (order.stop && order.kind === "pending") this.waitingStops -= 1
     order.kind = "cancelled"
     this.counts.cancelled += 1
-    const update: OrderUpdateEvent = {
-      tag,
-      clientOrderId: order.clientOrderId,
-      kind: "cancelled",
-      filledBaseQty: after.filledBaseQty,
-      ...(after.avgPrice === null ? {} : { avgPrice: after.avgPrice })
-    }
+    const update = orderUpdate(tag, after, "cancelled")
     if (this.heardLater(order, update, now)) return true
     this.applyUpdate(update)
     this.answers.push(update)
@@ -649,10 +691,13 @@ class Run<P, S> {
 
   /** Counts an update of the order and schedules it when the recorded run heard it after `now`. */
   private heardLater(order: Tracked, update: OrderUpdateEvent, now: number): boolean {
-    const index = order.updates.get(update.kind) ?? 0
-    order.updates.set(update.kind, index + 1)
+    const timing = this.timing
+    if (timing?.updateHeardAt === undefined) return false
+    const updates = (order.updates ??= new Map())
+    const index = updates.get(update.kind) ?? 0
+    updates.set(update.kind, index + 1)
     const placement = this.placements.get(order.clientOrderId)
-    const heard = placement === undefined ? undefined : this.timing?.updateHeardAt?.(placement.tag, placement.occurrence, update.kind, index)
+    const heard = placement === undefined ? undefined : timing.updateHeardAt(placement.tag, placement.occurrence, update.kind, index)
     if (heard === undefined || heard.atMs <= now) return false
     this.schedule({ atMs: heard.atMs, order: heard.order, what: "update", update })
     return true
@@ -726,16 +771,8 @@ class Run<P, S> {
       if (order.stop && order.kind === "pending") this.waitingStops -= 1
       order.kind = after.kind
       order.filledBaseQty = after.filledBaseQty
-      const kind: OrderUpdateKind = after.kind
-      if (kind === "rejected") this.counts.rejected += 1
-      const update: OrderUpdateEvent = {
-        tag,
-        clientOrderId: after.clientOrderId,
-        kind,
-        ...(after.code === null ? {} : { code: after.code }),
-        filledBaseQty: after.filledBaseQty,
-        ...(after.avgPrice === null ? {} : { avgPrice: after.avgPrice })
-      }
+      if (after.kind === "rejected") this.counts.rejected += 1
+      const update = orderUpdate(tag, after, after.kind)
       if (this.heardLater(order, update, now)) continue
       this.applyUpdate(update)
       updates.push(update)
@@ -839,17 +876,6 @@ const exactEquity = (candles: ReadonlyArray<Candle>, holdings: ReadonlyArray<Hol
   return equity
 }
 
-const candleEvent = (symbol: string, interval: string, candle: Candle): CandleEvent => ({
-  symbol,
-  interval,
-  openTime: candle.openTimeMs,
-  open: candle.open,
-  high: candle.high,
-  low: candle.low,
-  close: candle.close,
-  volume: candle.volume
-})
-
 /** Runs one backtest. Deterministic: the same setup gives the same fills, equity and metrics. */
 export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<BacktestResult, BacktestFailed> => {
   try {
@@ -857,12 +883,15 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const candles = setup.candles
     const first = candles[0]!
     const intervalMs = setup.intervalMs
-    const interval = intervalName(intervalMs)
     const matches = scheduleMatcher(setup.schedule)
     const run = new Run(setup, first.open, first.openTimeMs)
     const initialBase = run.base
     const initialEquity = run.quote.plus(initialBase.mul(first.open))
-    const equityMarks = new Float64Array(candles.length)
+    const recorder = new MetricsRecorder(
+      { baseAsset: setup.pair.base, quoteAsset: setup.pair.quote, initialEquity, initialBase, initialPrice: first.open },
+      candles.length
+    )
+    let fillsRecorded = 0
     const holdings: Array<Holdings> = []
     let holdingsSeen = -1
     const minNotional = setup.pair.minNotional
@@ -870,7 +899,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const noTimers: ReadonlyArray<number> = []
     const tape = setup.tape
     for (const candle of setup.warmup ?? []) {
-      run.warmUp(candle, candle.openTimeMs + intervalMs, { ...candleEvent(setup.pair.symbol, interval, candle), warmup: true })
+      run.warmUp(candle, candle.openTimeMs + intervalMs)
     }
     let inMarketCandles = 0
     for (let i = 0; i < candles.length; i++) {
@@ -882,19 +911,20 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
         for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (matches(minute)) due.push(minute)
         timers = due
       }
-      const event = candleEvent(setup.pair.symbol, interval, candle)
-      if (tape === undefined) run.candle(candle, closeMs, event, timers)
-      else run.replayCandle(tape, candle, closeMs, event, timers)
+      if (tape === undefined) run.candle(candle, closeMs, timers)
+      else run.replayCandle(tape, candle, closeMs, timers)
+      const fills = run.fills
+      while (fillsRecorded < fills.length) recorder.fill(fills[fillsRecorded++]!)
       if (run.holdingsVersion !== holdingsSeen) {
         holdingsSeen = run.holdingsVersion
         holdings.push({ from: i, base: run.base, quote: run.quote })
       }
       const baseFloat = run.baseFloat
       if (baseFloat === 0) {
-        equityMarks[i] = run.quoteFloat
+        recorder.mark(run.quoteFloat)
       } else {
         const position = baseFloat * toFloat(candle.close)
-        equityMarks[i] = run.quoteFloat + position
+        recorder.mark(run.quoteFloat + position)
         // Fee dust left after selling a position is not a position. The float decides
         // unless it lies too near the minimum to tell; then the exact value does.
         const held =
@@ -904,26 +934,14 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     }
     const last = candles[candles.length - 1]!
     const finalEquity = run.base.isZero() ? run.quote : run.quote.plus(run.base.mul(last.close))
-    const metrics = computeMetrics({
-      baseAsset: setup.pair.base,
-      quoteAsset: setup.pair.quote,
-      intervalMs,
-      fromMs: first.openTimeMs,
-      initialEquity,
-      initialBase,
-      initialPrice: first.open,
-      equityMarks,
-      finalEquity,
-      inMarketCandles,
-      fills: run.fills
-    })
+    const metrics = recorder.finish({ intervalMs, fromMs: first.openTimeMs, finalEquity, inMarketCandles })
     let equity: ReadonlyArray<Decimal> | undefined
     return Either.right({
       fills: run.fills,
       get equity() {
         return (equity ??= exactEquity(candles, holdings))
       },
-      equityMarks,
+      equityMarks: recorder.marks,
       metrics,
       balances: run.finalBalances,
       orders: run.counts,

@@ -70,150 +70,218 @@ interface Lot {
   cost: Decimal
 }
 
-/** Realised PnL of every closing fill, first-in first-out, fees included. */
-export const closedTradePnls = (input: MetricsInput): ReadonlyArray<Decimal> => {
-  const lots: Array<Lot> = []
-  if (sign(input.initialBase) > 0) lots.push({ qty: input.initialBase, cost: input.initialBase.mul(input.initialPrice) })
-  const pnls: Array<Decimal> = []
-  for (const fill of input.fills) {
-    const baseFee = fill.feeAsset === input.baseAsset ? fill.fee : ZERO
-    const quoteFee = fill.feeAsset === input.quoteAsset ? fill.fee : ZERO
+/**
+ * Whether decimal.js's `amount.plus(other)` or `amount.minus(other)` is `amount` itself: with
+ * `other` zero it answers a copy of `amount` rounded to the precision, which is the same value
+ * when the limbs (7 digits each) fit the precision. Most fees are paid in the other asset.
+ */
+const unchangedBy = (amount: Decimal, other: Decimal): boolean =>
+  sign(other) === 0 && amount.isFinite() && sign(amount) !== 0 && amount.d.length * 7 <= Decimal.precision
+
+const plus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.plus(other))
+
+const minus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.minus(other))
+
+/** What the account holds before its first fill, and in which assets fees are paid. */
+export type MetricsStart = Pick<MetricsInput, "baseAsset" | "quoteAsset" | "initialEquity" | "initialBase" | "initialPrice">
+
+/** What is known once the last candle has closed. */
+export type MetricsEnd = Pick<MetricsInput, "intervalMs" | "fromMs" | "finalEquity" | "inMarketCandles">
+
+/** Base bought and not sold yet, first in first out, each lot at what it cost: the basis of each sale's PnL. */
+class Lots {
+  private readonly lots: Array<Lot> = []
+
+  constructor(private readonly start: MetricsStart) {
+    if (sign(start.initialBase) > 0) this.lots.push({ qty: start.initialBase, cost: start.initialBase.mul(start.initialPrice) })
+  }
+
+  /** Books a fill; for a sell, answers its realised PnL, fees included. */
+  take(fill: MetricsFill): Decimal | undefined {
+    const lots = this.lots
+    const baseFee = fill.feeAsset === this.start.baseAsset ? fill.fee : ZERO
+    const quoteFee = fill.feeAsset === this.start.quoteAsset ? fill.fee : ZERO
     if (fill.side === "buy") {
-      lots.push({ qty: fill.baseQty.minus(baseFee), cost: fill.quoteQty.plus(quoteFee) })
-      continue
+      lots.push({ qty: minus(fill.baseQty, baseFee), cost: plus(fill.quoteQty, quoteFee) })
+      return undefined
     }
-    let remaining = fill.baseQty.plus(baseFee)
-    let costBasis = ZERO
+    let remaining = plus(fill.baseQty, baseFee)
+    // Zero plus the first lot's cost is that cost: the sum starts there.
+    let costBasis: Decimal | undefined
     while (sign(remaining) > 0 && lots.length > 0) {
       const lot = lots[0]!
+      let taken: Decimal
       if (compare(lot.qty, remaining) <= 0) {
-        costBasis = costBasis.plus(lot.cost)
+        taken = lot.cost
         remaining = remaining.minus(lot.qty)
         lots.shift()
       } else {
-        const part = lot.cost.mul(remaining).div(lot.qty)
-        costBasis = costBasis.plus(part)
-        lot.cost = lot.cost.minus(part)
+        taken = lot.cost.mul(remaining).div(lot.qty)
+        lot.cost = lot.cost.minus(taken)
         lot.qty = lot.qty.minus(remaining)
         remaining = ZERO
       }
+      costBasis = costBasis === undefined ? plus(taken, ZERO) : costBasis.plus(taken)
     }
     // Base that no lot accounts for (e.g. a deposit) is taken at the fill price: no gain, no loss.
-    if (sign(remaining) > 0) costBasis = costBasis.plus(remaining.mul(fill.price))
-    pnls.push(fill.quoteQty.minus(quoteFee).minus(costBasis))
+    if (sign(remaining) > 0) costBasis = (costBasis ?? ZERO).plus(remaining.mul(fill.price))
+    return minus(fill.quoteQty, quoteFee).minus(costBasis ?? ZERO)
+  }
+}
+
+/** Realised PnL of every closing fill, first-in first-out, fees included. */
+export const closedTradePnls = (input: MetricsInput): ReadonlyArray<Decimal> => {
+  const lots = new Lots(input)
+  const pnls: Array<Decimal> = []
+  for (const fill of input.fills) {
+    const pnl = lots.take(fill)
+    if (pnl !== undefined) pnls.push(pnl)
   }
   return pnls
 }
 
-interface Drawdown {
-  readonly maxDrawdownPct: number
-  readonly maxDrawdownDurationMs: number
-}
+const periodReturn = (previous: number, next: number): number => (previous === 0 ? 0 : next / previous - 1)
 
-const drawdown = (series: Float64Array, intervalMs: number): Drawdown => {
-  let peak = series[0] ?? 0
-  let peakIndex = 0
-  let underwater = false
-  let maxPct = 0
-  let longest = 0
-  for (let i = 1; i < series.length; i++) {
-    const value = series[i]!
-    if (value >= peak) {
-      if (underwater) longest = Math.max(longest, i - peakIndex)
-      underwater = false
-      peak = value
-      peakIndex = i
+/**
+ * A run's metrics gathered as the run goes: each fill when it happens, the equity at each close.
+ * Sums, trade PnLs, the drawdown and the sum of returns are kept up to date in the order the
+ * fills and marks come, which gives the values a pass over all of them at the end would; the
+ * end then reads the marks once more, for the deviation of the returns, and the fills not at
+ * all. A backtest feeds it from its loop, while that code is running anyway.
+ */
+export class MetricsRecorder {
+  /** Equity at each close, in floating point. */
+  readonly marks: Float64Array
+  private count = 0
+  /** The series the statistics read starts with the initial equity, then has each mark. */
+  private readonly first: number
+  private readonly lots: Lots
+  private fills = 0
+  private trades = 0
+  private wins = 0
+  private grossProfit = ZERO
+  private grossLoss = ZERO
+  private feesPaid = ZERO
+  private turnover = ZERO
+  private previous: number
+  private returnsSum = 0
+  private peak: number
+  /** Series index of the peak: mark `i` is series index `i + 1`. */
+  private peakIndex = 0
+  private underwater = false
+  private maxDrawdownPct = 0
+  private longestDrawdown = 0
+
+  /** `candles`: how many marks the run will have. */
+  constructor(private readonly start: MetricsStart, candles: number) {
+    this.marks = new Float64Array(candles)
+    this.lots = new Lots(start)
+    this.first = toFloat(start.initialEquity)
+    this.previous = this.first
+    this.peak = this.first
+  }
+
+  fill(fill: MetricsFill): void {
+    this.fills++
+    const pnl = this.lots.take(fill)
+    if (pnl !== undefined) {
+      this.trades++
+      if (sign(pnl) > 0) {
+        this.wins++
+        this.grossProfit = this.grossProfit.plus(pnl)
+      } else {
+        this.grossLoss = this.grossLoss.plus(pnl.negated())
+      }
+    }
+    this.turnover = this.turnover.plus(fill.quoteQty)
+    if (fill.feeAsset === this.start.quoteAsset) this.feesPaid = this.feesPaid.plus(fill.fee)
+    else if (fill.feeAsset === this.start.baseAsset) this.feesPaid = this.feesPaid.plus(fill.fee.mul(fill.price))
+  }
+
+  /** The equity at the next close. */
+  mark(equity: number): void {
+    const at = this.count++
+    if (at >= this.marks.length) throw new RangeError(`more marks than the ${this.marks.length} candles this recorder was made for`)
+    this.marks[at] = equity
+    this.returnsSum += periodReturn(this.previous, equity)
+    this.previous = equity
+    if (equity >= this.peak) {
+      if (this.underwater) this.longestDrawdown = Math.max(this.longestDrawdown, at + 1 - this.peakIndex)
+      this.underwater = false
+      this.peak = equity
+      this.peakIndex = at + 1
     } else {
-      underwater = true
-      if (peak > 0) maxPct = Math.max(maxPct, ((peak - value) / peak) * 100)
+      this.underwater = true
+      if (this.peak > 0) this.maxDrawdownPct = Math.max(this.maxDrawdownPct, ((this.peak - equity) / this.peak) * 100)
     }
   }
-  // Still below the peak when the data ends: the drawdown lasted at least until then.
-  if (underwater) longest = Math.max(longest, series.length - 1 - peakIndex)
-  return { maxDrawdownPct: maxPct, maxDrawdownDurationMs: longest * intervalMs }
-}
 
-/** Annualised Sharpe and Sortino of per-candle returns, risk-free rate zero, markets open all year. */
-const riskRatios = (series: Float64Array, intervalMs: number): { sharpe: number | null; sortino: number | null } => {
-  const n = series.length - 1
-  if (n < 2) return { sharpe: null, sortino: null }
-  let sum = 0
-  const returns = new Float64Array(n)
-  for (let i = 0; i < n; i++) {
-    const previous = series[i]!
-    const r = previous === 0 ? 0 : series[i + 1]! / previous - 1
-    returns[i] = r
-    sum += r
+  finish(end: MetricsEnd): Metrics {
+    const candles = this.count
+    const { initialEquity } = this.start
+    const finalEquity = end.finalEquity
+    const pnl = finalEquity.minus(initialEquity)
+    const durationMs = candles * end.intervalMs
+    const growth = initialEquity.gt(0) ? finalEquity.div(initialEquity).toNumber() : Number.NaN
+    const annualised = durationMs > 0 && growth >= 0 ? (Math.pow(growth, YEAR_MS / durationMs) - 1) * 100 : Number.NaN
+    // Still below the peak when the data ends: the drawdown lasted at least until then.
+    const longestDrawdown = this.underwater ? Math.max(this.longestDrawdown, candles - this.peakIndex) : this.longestDrawdown
+    return {
+      candles,
+      fromMs: end.fromMs,
+      toMs: end.fromMs + durationMs,
+      initialEquity,
+      finalEquity,
+      pnl,
+      totalReturnPct: initialEquity.gt(0) ? pnl.div(initialEquity).mul(100).toDecimalPlaces(10) : ZERO,
+      annualisedReturnPct: Number.isFinite(annualised) ? annualised : null,
+      ...this.riskRatios(end.intervalMs),
+      maxDrawdownPct: this.maxDrawdownPct,
+      maxDrawdownDurationMs: longestDrawdown * end.intervalMs,
+      fills: this.fills,
+      trades: this.trades,
+      winRatePct: this.trades > 0 ? (this.wins / this.trades) * 100 : null,
+      profitFactor: this.grossLoss.gt(0) ? this.grossProfit.div(this.grossLoss).toNumber() : null,
+      exposurePct: candles > 0 ? (end.inMarketCandles / candles) * 100 : 0,
+      feesPaid: this.feesPaid,
+      turnover: this.turnover,
+      turnoverRatio: initialEquity.gt(0) ? this.turnover.div(initialEquity).toNumber() : null
+    }
   }
-  const mean = sum / n
-  let squares = 0
-  let downside = 0
-  for (let i = 0; i < n; i++) {
-    const r = returns[i]!
-    squares += (r - mean) * (r - mean)
-    if (r < 0) downside += r * r
-  }
-  const stdev = Math.sqrt(squares / (n - 1))
-  const downsideDeviation = Math.sqrt(downside / n)
-  const scale = Math.sqrt(YEAR_MS / intervalMs)
-  return {
-    sharpe: stdev > 0 ? (mean / stdev) * scale : null,
-    sortino: downsideDeviation > 0 ? (mean / downsideDeviation) * scale : null
+
+  /**
+   * Annualised Sharpe and Sortino of per-candle returns, risk-free rate zero, markets open all
+   * year. The returns are worked out again for the deviations rather than kept: the same
+   * divisions give the same doubles, without an array as long as the run.
+   */
+  private riskRatios(intervalMs: number): { sharpe: number | null; sortino: number | null } {
+    const n = this.count
+    if (n < 2) return { sharpe: null, sortino: null }
+    const mean = this.returnsSum / n
+    const marks = this.marks
+    let squares = 0
+    let downside = 0
+    for (let i = 0, previous = this.first; i < n; previous = marks[i++]!) {
+      const r = periodReturn(previous, marks[i]!)
+      squares += (r - mean) * (r - mean)
+      if (r < 0) downside += r * r
+    }
+    const stdev = Math.sqrt(squares / (n - 1))
+    const downsideDeviation = Math.sqrt(downside / n)
+    const scale = Math.sqrt(YEAR_MS / intervalMs)
+    return {
+      sharpe: stdev > 0 ? (mean / stdev) * scale : null,
+      sortino: downsideDeviation > 0 ? (mean / downsideDeviation) * scale : null
+    }
   }
 }
 
 export const computeMetrics = (input: MetricsInput): Metrics => {
-  const candles = input.equityMarks.length
-  const finalEquity = input.finalEquity
-  const pnl = finalEquity.minus(input.initialEquity)
-  const series = new Float64Array(candles + 1)
-  series[0] = toFloat(input.initialEquity)
-  series.set(input.equityMarks, 1)
-  const durationMs = candles * input.intervalMs
-  const growth = input.initialEquity.gt(0) ? finalEquity.div(input.initialEquity).toNumber() : Number.NaN
-  const annualised = durationMs > 0 && growth >= 0 ? (Math.pow(growth, YEAR_MS / durationMs) - 1) * 100 : Number.NaN
-
-  const pnls = closedTradePnls(input)
-  let wins = 0
-  let grossProfit = ZERO
-  let grossLoss = ZERO
-  for (const tradePnl of pnls) {
-    if (sign(tradePnl) > 0) {
-      wins++
-      grossProfit = grossProfit.plus(tradePnl)
-    } else {
-      grossLoss = grossLoss.plus(tradePnl.negated())
-    }
-  }
-
-  let feesPaid = ZERO
-  let turnover = ZERO
-  for (const fill of input.fills) {
-    turnover = turnover.plus(fill.quoteQty)
-    if (fill.feeAsset === input.quoteAsset) feesPaid = feesPaid.plus(fill.fee)
-    else if (fill.feeAsset === input.baseAsset) feesPaid = feesPaid.plus(fill.fee.mul(fill.price))
-  }
-
-  return {
-    candles,
-    fromMs: input.fromMs,
-    toMs: input.fromMs + durationMs,
-    initialEquity: input.initialEquity,
-    finalEquity,
-    pnl,
-    totalReturnPct: input.initialEquity.gt(0) ? pnl.div(input.initialEquity).mul(100).toDecimalPlaces(10) : ZERO,
-    annualisedReturnPct: Number.isFinite(annualised) ? annualised : null,
-    ...riskRatios(series, input.intervalMs),
-    ...drawdown(series, input.intervalMs),
-    fills: input.fills.length,
-    trades: pnls.length,
-    winRatePct: pnls.length > 0 ? (wins / pnls.length) * 100 : null,
-    profitFactor: grossLoss.gt(0) ? grossProfit.div(grossLoss).toNumber() : null,
-    exposurePct: candles > 0 ? (input.inMarketCandles / candles) * 100 : 0,
-    feesPaid,
-    turnover,
-    turnoverRatio: input.initialEquity.gt(0) ? turnover.div(input.initialEquity).toNumber() : null
-  }
+  const marks = input.equityMarks
+  const recorder = new MetricsRecorder(input, marks.length)
+  for (const fill of input.fills) recorder.fill(fill)
+  for (let i = 0; i < marks.length; i++) recorder.mark(marks[i]!)
+  return recorder.finish(input)
 }
 
 /** Metrics as JSON-ready values: exact amounts as decimal strings, ratios as numbers (null when undefined). */

@@ -5,8 +5,8 @@
  *
  * Commits are grouped: the intents of one `submit` (a strategy's batch) are risk-checked
  * and journaled, with the outbox rows they leave, in one transaction; the placements
- * ready to go out are marked `submitting` together in one commit that is synced to
- * disk before any of them is sent.
+ * ready to go out are marked `submitting` together in one commit, synced to disk
+ * before any of them is sent.
  */
 import { Clock, Deferred, Effect, Either, FiberSet, Queue, Ref } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
@@ -14,6 +14,7 @@ import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import { alreadyApplied, type InvalidTransition, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import type { EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
+import { Database } from "../store/Database.js"
 import { type JournalBatch, type Move, OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import type { Accepted } from "../svc/Api.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
@@ -118,10 +119,44 @@ type Decision =
 
 const addTo = (map: Map<string, Decimal>, key: string, amount: Decimal) => map.set(key, (map.get(key) ?? ZERO).plus(amount))
 
+/**
+ * A strategy's unfinished orders through one batch of intents, with what its risk checks read
+ * kept up as orders join, in the order they joined (the same sums a fold over the list gives),
+ * instead of folded again over every order for each intent.
+ */
+const ownOrders = (afterFills: ReadonlyMap<string, Decimal> | undefined) => {
+  const rows: Array<OrderRow> = []
+  const tags = new Set<string>()
+  /** Per symbol an intent was checked for: the open notional as its pair and last price value it, over the first `counted` orders. */
+  const notional = new Map<string, { sum: Decimal; counted: number }>()
+  /** The instance's own free balances: its allocation moved by its fills, less what its unfinished orders still hold. */
+  const free = new Map(afterFills)
+  return {
+    add: (order: OrderRow) => {
+      rows.push(order)
+      if (order.tag !== null) tags.add(order.tag)
+      if (afterFills !== undefined && order.lockAsset !== null && order.lockAmount !== null) addTo(free, order.lockAsset, stillHeld(order).neg())
+    },
+    count: () => rows.length,
+    hasTag: (tag: string) => tags.has(tag),
+    free: (asset: string): Decimal => free.get(asset) ?? ZERO,
+    notional: (symbol: string, quote: string | undefined, lastPrice: Decimal | undefined): Decimal => {
+      const entry = notional.get(symbol) ?? { sum: ZERO, counted: 0 }
+      for (; entry.counted < rows.length; entry.counted++) {
+        const o = rows[entry.counted]!
+        entry.sum = entry.sum.plus(o.lockAsset === quote ? (o.lockAmount ?? ZERO) : (o.lockAmount ?? ZERO).mul(o.limitPrice ?? lastPrice ?? ZERO))
+      }
+      notional.set(symbol, entry)
+      return entry.sum
+    }
+  }
+}
+
 export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
   scoped: Effect.gen(function* () {
     const client = yield* SvcClient
     const journal = yield* OrderJournal
+    const database = yield* Database
     const books = yield* Books
     const market = yield* Market
     const bus = yield* EngineBus
@@ -253,38 +288,48 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       }
     }
 
+    /** Marked placements not yet handed to the sends when the next group may be marked: a group is synced while half of one is still to go out. */
+    const markAhead = Math.max(1, Math.floor(settings.execution.markGroupSize / 2))
+
     /**
-     * Marks the next group of placements `submitting` in one commit synced to disk, then hands
-     * each its row. A group is marked once the last one has all got send slots: marking runs
-     * ahead of sending by one group, committed while the sends before it are out, and a crash
-     * leaves at most a group and the sends in flight marked, each resolved by reconciliation
-     * (`unknown`, then found or proven not placed).
+     * Hands each placement of a marked group its row once the commit is on disk: after a power
+     * loss the journal still knows they may have been sent.
+     */
+    const release = (group: ReadonlyArray<readonly [number, Deferred.Deferred<OrderRow | undefined>]>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number) =>
+      Effect.gen(function* () {
+        yield* database.syncToDisk
+        for (const [i, [orderId]] of group.entries()) {
+          const outcome = moved[i]!
+          if (outcome._tag === "Right") {
+            yield* announce(outcome.right, now, undefined, false)
+          } else {
+            markedWaiting -= 1
+            yield* refusedMove(orderId, outcome.left, undefined)
+          }
+        }
+        // Only now may any of them be sent.
+        for (const [i, [, marked]] of group.entries()) yield* Deferred.succeed(marked, Either.getOrUndefined(moved[i]!))
+      })
+
+    /**
+     * Marks the next group of placements `submitting` in one commit and syncs it to disk off the
+     * event loop, while the group before goes out. At most `markGroupSize` placements are marked
+     * and not yet sent: a crash leaves at most those and the sends in flight marked, each resolved
+     * by reconciliation (`unknown`, then found or proven not placed).
      */
     const markNextGroup = Effect.gen(function* () {
       // Placements journaled by the same submit join this group.
       yield* Effect.yieldNow()
-      if (markedWaiting > 0 || awaitingMark.size === 0) return
-      const group = [...awaitingMark].slice(0, settings.execution.markGroupSize)
+      if (markedWaiting > markAhead || awaitingMark.size === 0) return
+      const group = [...awaitingMark].slice(0, settings.execution.markGroupSize - markedWaiting)
       for (const [orderId] of group) awaitingMark.delete(orderId)
       markedWaiting += group.length
       const now = yield* Clock.currentTimeMillis
       const moved = yield* journal.transitionMany(
         group.map(([orderId]) => ({ orderId, event: "send" as const, patch: { sentAt: now } })),
-        now,
-        { durable: true }
+        now
       )
-      for (const [i, [orderId]] of group.entries()) {
-        const outcome: Either.Either<OrderRow, InvalidTransition> = moved[i]!
-        if (outcome._tag === "Right") {
-          yield* announce(outcome.right, now, undefined, false)
-        } else {
-          markedWaiting -= 1
-          yield* refusedMove(orderId, outcome.left, undefined)
-        }
-      }
-      // Only now may any of them be sent.
-      for (const [i, [, marked]] of group.entries()) yield* Deferred.succeed(marked, Either.getOrUndefined(moved[i]!))
-      if (markedWaiting === 0) yield* Queue.offer(markerWake, undefined)
+      yield* FiberSet.run(sends, Effect.uninterruptible(release(group, moved, now)))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(markNextGroup))))
 
@@ -320,10 +365,10 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         yield* move(order.orderId, "refuse", { code }, error.message)
       })
 
-    /** A marked placement took its send slot; the last of a group lets the next group be marked. */
+    /** A marked placement took its send slot; when few marked ones are left, the next group may be marked. */
     const slotTaken = Effect.suspend(() => {
       markedWaiting -= 1
-      return markedWaiting === 0 ? Queue.offer(markerWake, undefined) : Effect.void
+      return markedWaiting <= markAhead ? Queue.offer(markerWake, undefined) : Effect.void
     })
 
     /** Sends a journaled order (state `intent`) once, and records what came of it. */
@@ -376,7 +421,6 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
      */
     const decide = (j: JournalBatch, strategyId: string, intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number> | undefined, inputs: RiskInputs | undefined, now: number) => {
       const unfinished = j.unfinished()
-      const own = unfinished.filter((o) => o.strategyId === strategyId)
       // The wallet does not show yet what orders sent since it was read will lock.
       const reserved = new Map<string, Decimal>()
       if (inputs !== undefined) {
@@ -384,6 +428,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           if (o.lockAsset !== null && o.lockAmount !== null && (o.acceptedAt === null || o.acceptedAt >= inputs.snapshot.at)) addTo(reserved, o.lockAsset, o.lockAmount)
         }
       }
+      const own = ownOrders(inputs?.allocation?.afterFills)
+      for (const o of unfinished) if (o.strategyId === strategyId) own.add(o)
       return intents.map((intent, i): Decision => {
         const outboxId = outboxIds?.[i]
         if (intent.type === "cancel") return decideCancel(j, strategyId, intent.tag, outboxId, now)
@@ -396,15 +442,12 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             pair,
             lastPrice,
             available: (asset) => (snapshot.byAsset.get(asset)?.free ?? ZERO).minus(reserved.get(asset) ?? ZERO),
-            openOrders: own.length,
-            openNotional: own.reduce(
-              (sum, o) => sum.plus(o.lockAsset === pair?.quote ? (o.lockAmount ?? ZERO) : (o.lockAmount ?? ZERO).mul(o.limitPrice ?? lastPrice ?? ZERO)),
-              ZERO
-            ),
-            tagInUse: own.some((o) => o.tag === intent.tag),
+            openOrders: own.count(),
+            openNotional: own.notional(intent.symbol, pair?.quote, lastPrice),
+            tagInUse: own.hasTag(intent.tag),
             dailyPnl,
             placementsBlocked: blockedAt(block, now),
-            allocation: allocation === undefined ? undefined : ownBook(allocation, own)
+            allocation: allocation === undefined ? undefined : { free: own.free, allocated: (asset) => allocation.allocated[asset] ?? ZERO }
           },
           settings.risk
         )
@@ -413,7 +456,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           return { _tag: "RiskRefused", intentId, tag: intent.tag, refused: assessment }
         }
         const order = journalApproved(j, strategyId, intent, assessment, now, outboxId)
-        own.push(order)
+        own.add(order)
         addTo(reserved, assessment.lock.asset, assessment.lock.amount)
         return { _tag: "Placed", order, notional: assessment.notional }
       })
@@ -429,12 +472,6 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         outboxId
       })
 
-    /** The instance's own free balances: its allocation moved by its fills, less what its unfinished orders still hold. */
-    const ownBook = (allocation: { readonly allocated: Readonly<Record<string, Decimal>>; readonly afterFills: ReadonlyMap<string, Decimal> }, own: ReadonlyArray<OrderRow>) => {
-      const free = new Map(allocation.afterFills)
-      for (const order of own) if (order.lockAsset !== null && order.lockAmount !== null) addTo(free, order.lockAsset, stillHeld(order).neg())
-      return { free: (asset: string): Decimal => free.get(asset) ?? ZERO, allocated: (asset: string): Decimal => allocation.allocated[asset] ?? ZERO }
-    }
 
     const decideCancel = (j: JournalBatch, strategyId: string, tag: string, outboxId: number | undefined, now: number): Decision => {
       const order = j.latestByTag(strategyId, tag)

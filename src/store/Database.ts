@@ -1,12 +1,13 @@
 /**
  * The SQLite database: one better-sqlite3 connection (the single writer), WAL
  * journal, migrated on open and closed when its scope ends. Every state change
- * of svcbot is one `transaction`; the one commit that must reach the disk before
- * a request leaves (an order marked as being sent) is a `durableTransaction`.
+ * of svcbot is one `transaction`; what must be on disk before a request leaves
+ * (an order marked as being sent) is made so by `syncToDisk`.
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Effect } from "effect"
 import { mkdirSync } from "node:fs"
+import { type FileHandle, open } from "node:fs/promises"
 import { dirname } from "node:path"
 import { logEvent } from "../log/Logger.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, migrate, MigrationFailed, readMigrations } from "./Migrations.js"
@@ -26,9 +27,9 @@ const connect = (path: string): BetterSqlite3.Database => {
   // replayed in order up to the last whole commit, so what survives is always a prefix of the
   // commit history: the database looks as if the process had been killed a little earlier.
   // That is safe for everything except a request that already left: the venue would know an
-  // order the journal forgot. So the commit that marks placements `submitting` is made with
-  // FULL (`durableTransaction`), and it syncs the WAL up to and including itself before the
-  // placements are sent. What a power loss can then lose: strategy states with outbox rows
+  // order the journal forgot. So after the commit that marks placements `submitting`, the WAL
+  // is synced to disk (`syncToDisk`, what FULL does at each commit) before any of them is
+  // sent: that commit and every one before it survive. What a power loss can then lose: strategy states with outbox rows
   // whose intents were never sent (the strategy re-decides from its older state; nothing was
   // placed for them), intents journaled but not sent (the older state no longer wants them),
   // acceptances and progress (the order is `submitting` or behind at the next start, becomes
@@ -39,21 +40,6 @@ const connect = (path: string): BetterSqlite3.Database => {
   db.pragma("foreign_keys = ON")
   db.pragma("busy_timeout = 5000")
   return db
-}
-
-/**
- * Runs `body` as one transaction committed with `synchronous = FULL`: it is on disk, with
- * every commit before it, when this returns. For the commit after which a request leaves.
- * Not inside another transaction (SQLite cannot change the safety level there).
- */
-export const durableTransaction = <A>(db: BetterSqlite3.Database, body: () => A): A => {
-  if (db.inTransaction) throw new Error("a durable transaction cannot run inside another transaction")
-  db.pragma("synchronous = FULL")
-  try {
-    return db.transaction(body)()
-  } finally {
-    db.pragma("synchronous = NORMAL")
-  }
 }
 
 /** Opens and migrates the database file outside Effect (benchmarks, inspection tools); the caller closes it. */
@@ -89,9 +75,19 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
       if (applied.length > 0) {
         yield* logEvent("db.migrated", { path: options.path, applied: applied.map((m) => m.version) })
       }
+      // The write-ahead log, opened at the first sync (SQLite creates it) and kept open: fsync of any
+      // descriptor of the file flushes what every writer of it wrote.
+      let wal: FileHandle | undefined
+      const walHandle = yield* Effect.cached(Effect.promise(async () => (wal = await open(`${options.path}-wal`, "r"))))
+      yield* Effect.addFinalizer(() => Effect.promise(async () => wal?.close()))
       return {
         sqlite,
         path: options.path,
+        /**
+         * Makes every commit so far durable: the WAL is synced to disk on libuv's thread pool, so the
+         * event loop goes on meanwhile (a commit with `synchronous = FULL` would hold it for the fsync).
+         */
+        syncToDisk: options.path === ":memory:" ? Effect.void : Effect.flatMap(walHandle, (handle) => Effect.promise(() => handle.datasync())),
         /** Runs `body` as one SQLite transaction; a thrown error rolls it back and becomes a defect. */
         transaction: <A>(body: () => A): Effect.Effect<A> => Effect.sync(() => sqlite.transaction(body)())
       }

@@ -15,7 +15,7 @@ import * as Json from "../domain/Json.js"
 import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
 import type { OrderTerms, PlacementTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
-import { Database, durableTransaction } from "./Database.js"
+import { Database } from "./Database.js"
 
 export type OrderOrigin = "journal" | "external"
 
@@ -352,9 +352,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
      * Runs journal work as one transaction (a savepoint inside an open one). A failed one is
      * rolled back, and the rows held in memory are read again from the table it left.
      */
-    const writing = <A>(work: () => A, durable = false): A => {
+    const writing = <A>(work: () => A): A => {
       try {
-        return durable ? durableTransaction(sqlite, work) : (transact(work) as A)
+        return transact(work) as A
       } catch (error) {
         reload()
         throw error
@@ -525,16 +525,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
           return Either.isLeft(outcome) ? Effect.fail(outcome.left) : Effect.succeed(outcome.right)
         }),
 
-      /**
-       * Several moves in one transaction, each checked on its own; `durable` commits it with a
-       * sync to disk (the moves after which requests leave).
-       */
-      transitionMany: (
-        moves: ReadonlyArray<Move>,
-        now: number,
-        options: { readonly durable?: boolean } = {}
-      ): Effect.Effect<ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>> =>
-        moves.length === 0 ? Effect.succeed([]) : Effect.sync(() => writing(() => moves.map((m) => move(m, now)), options.durable === true)),
+      /** Several moves in one transaction, each checked on its own. */
+      transitionMany: (moves: ReadonlyArray<Move>, now: number): Effect.Effect<ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>> =>
+        moves.length === 0 ? Effect.succeed([]) : Effect.sync(() => writing(() => moves.map((m) => move(m, now)))),
 
       /** Records progress that is not a state change (fills so far, poll schedule, cancel requested). */
       update: (orderId: number, patch: OrderPatch, now: number): Effect.Effect<OrderRow> => Effect.sync(() => writing(() => update(orderId, patch, now))),
