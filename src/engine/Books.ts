@@ -9,13 +9,15 @@
  *
  * A fill belongs to a strategy through its order (the fill's clientOrderId), and
  * an order learns its clientOrderId only when its placement is answered or a lost
- * placement is found. Fills the ledger stored before that moment are added when
- * the order is `attributed`; fills stored after it arrive with the next read.
+ * placement is found. Fills the ledger stored before that moment are added at the
+ * next read (the journal says when, in the same synchronous step); fills stored
+ * after it arrive with the next read like any other.
  */
 import { Effect } from "effect"
 import { Decimal, ZERO } from "../domain/Decimal.js"
 import { Database } from "../store/Database.js"
 import type { FillTableRow } from "../store/FillLedger.js"
+import { OrderJournal } from "../store/OrderJournal.js"
 import { applyFill, bookFillOf, emptyPosition, type PortfolioFill, type PortfolioSnapshot, type Position, startOfUtcDay } from "./Portfolio.js"
 import type { PairRules } from "./Risk.js"
 
@@ -125,6 +127,7 @@ export interface StrategyFigures {
 export class Books extends Effect.Service<Books>()("svcbot/Books", {
   effect: Effect.gen(function* () {
     const { sqlite } = yield* Database
+    const journal = yield* OrderJournal
     const q = {
       lastRowid: sqlite.prepare<[], { n: number }>("SELECT COALESCE(MAX(rowid), 0) AS n FROM fills"),
       all: sqlite.prepare<[string], FillTableRow>(
@@ -134,10 +137,24 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
         `SELECT f.* FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id
          WHERE o.strategy_id = ? AND f.rowid > ? AND f.rowid <= ?`
       ),
-      ofOrderUpTo: sqlite.prepare<[string, number], FillTableRow>("SELECT * FROM fills WHERE client_order_id = ? AND rowid <= ?")
+      // Joined to the order: an attribution rolled back with its transaction adds nothing.
+      ofOrderUpTo: sqlite.prepare<[string, string, number], FillTableRow>(
+        `SELECT f.* FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id
+         WHERE f.client_order_id = ? AND o.strategy_id = ? AND f.rowid <= ?`
+      )
     }
     /** One book per strategy instance that has been read. */
     const books = new Map<string, Book>()
+    // Read at the next read with the watermark of the read before: its fills up to there were not the strategy's then.
+    yield* journal.onAttributed((strategyId, clientOrderId) => {
+      const book = books.get(strategyId)
+      if (book === undefined || book.stale) return
+      book.attributed.add(clientOrderId)
+      if (book.attributed.size > MAX_PENDING_ATTRIBUTIONS) {
+        book.stale = true
+        book.attributed.clear()
+      }
+    })
 
     const fold = (strategyId: string, pairs: Pairs, now: number): Book => {
       const book = new Book(startOfUtcDay(now))
@@ -160,7 +177,7 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
       }
       const upTo = q.lastRowid.get()!.n
       const fresh: Array<BookFill> = []
-      for (const clientOrderId of book.attributed) for (const row of q.ofOrderUpTo.all(clientOrderId, book.readRowid)) fresh.push(toBookFill(row))
+      for (const clientOrderId of book.attributed) for (const row of q.ofOrderUpTo.all(clientOrderId, strategyId, book.readRowid)) fresh.push(toBookFill(row))
       book.attributed.clear()
       if (upTo > book.readRowid) for (const row of q.since.all(strategyId, book.readRowid, upTo)) fresh.push(toBookFill(row))
       book.readRowid = upTo
@@ -208,17 +225,6 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
       /** The strategy's figures with every fill the ledger holds for it now. */
       figures: (strategyId: string, pairs: Pairs, now: number): Effect.Effect<StrategyFigures> =>
         Effect.sync(() => figures(read(strategyId, pairs, now), pairs)),
-      /** The strategy's order just got its clientOrderId: fills the ledger already holds for it join the book at the next read. */
-      attributed: (strategyId: string, clientOrderId: string): Effect.Effect<void> =>
-        Effect.sync(() => {
-          const book = books.get(strategyId)
-          if (book === undefined || book.stale) return
-          book.attributed.add(clientOrderId)
-          if (book.attributed.size > MAX_PENDING_ATTRIBUTIONS) {
-            book.stale = true
-            book.attributed.clear()
-          }
-        })
     }
   })
 }) {}

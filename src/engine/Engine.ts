@@ -205,7 +205,10 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
  */
 export const layer = (options: EngineOptions) => {
   const settings = Layer.succeed(EngineSettings, resolveSettings(options))
-  const store = Layer.mergeAll(OrderJournal.Default, FillLedger.Default, Books.Default).pipe(Layer.provideMerge(Database.Default({ path: options.dbPath })))
+  const store = Books.Default.pipe(
+    Layer.provideMerge(Layer.mergeAll(OrderJournal.Default, FillLedger.Default)),
+    Layer.provideMerge(Database.Default({ path: options.dbPath }))
+  )
   const base = Layer.mergeAll(settings, store, EngineBus.Default)
   const reads = Layer.mergeAll(Market.Default, FillSync.Default).pipe(Layer.provideMerge(base))
   const execution = Execution.Default.pipe(Layer.provideMerge(reads))

@@ -227,8 +227,6 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             continue
           }
           const row = outcome.right
-          // The order's fills stored before it had a clientOrderId now count for its strategy.
-          if (m.event === "accept" && row.strategyId !== null && row.clientOrderId !== null) yield* books.attributed(row.strategyId, row.clientOrderId)
           yield* announce(row, now, m.detail, options.fillsSynced === true)
           rows.push(row)
         }

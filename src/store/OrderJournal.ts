@@ -324,6 +324,8 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       return statement
     }
 
+    /** Told of each strategy order that gets its clientOrderId, inside the transaction that gives it. */
+    const attributionListeners: Array<(strategyId: string, clientOrderId: string) => void> = []
     /** Unfinished orders by id, in id order (ids grow, and a Map keeps insertion order). */
     const open = new Map<number, OrderRow>()
     const openByClientOrderId = new Map<string, OrderRow>()
@@ -388,6 +390,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       }
       statement.run(...values, after.orderId)
       hold(after)
+      if (before.clientOrderId === null && after.clientOrderId !== null && after.strategyId !== null) {
+        for (const listener of attributionListeners) listener(after.strategyId, after.clientOrderId)
+      }
       return after
     }
 
@@ -633,6 +638,16 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map((raw) => open.get(raw.order_id) ?? toRow(raw))),
       /** Every order that has not reached a terminal state, of all strategies and external ones. */
       unfinished: Effect.sync(unfinished),
+      /**
+       * Calls `listener` whenever a strategy's order gets its clientOrderId (its placement was
+       * answered, or a lost one was found), synchronously, inside the transaction that gives it:
+       * nothing else reads or writes between the two. The fills the ledger holds for that id
+       * belong to the strategy from then on.
+       */
+      onAttributed: (listener: (strategyId: string, clientOrderId: string) => void): Effect.Effect<void> =>
+        Effect.sync(() => {
+          attributionListeners.push(listener)
+        }),
       all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(toRow)),
       /** Orders marked lost that no operator has acknowledged yet. */
       lostUnacknowledged: Effect.sync(() => (q.lostUnacknowledged.all() as Array<RawOrder>).map(toRow)),

@@ -2,8 +2,9 @@
  * The strategy books kept up to date fill by fill give the same figures as folding
  * every fill of the strategy again (`portfolio`, `dayPnl`, `bookBalances`), digit for
  * digit, whatever order the fills reach the ledger in, when an order learns its
- * clientOrderId after its fills were stored, across a UTC day change, when a pair's
- * rules arrive late, and after a restart (a new book over the same file).
+ * clientOrderId (through the journal) after its fills were stored, across a UTC day
+ * change, when a pair's rules arrive late, and after a restart (a new book over the
+ * same file).
  */
 import fc from "fast-check"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -16,6 +17,7 @@ import { Books, type StrategyFigures } from "../../src/engine/Books.js"
 import { bookBalances, DAY_MS, dayPnl, portfolio, type PortfolioFill } from "../../src/engine/Portfolio.js"
 import * as Logger from "../../src/log/Logger.js"
 import { Database } from "../../src/store/Database.js"
+import { OrderJournal } from "../../src/store/OrderJournal.js"
 
 const dirs: Array<string> = []
 afterEach(() => {
@@ -86,8 +88,32 @@ const scenario = fc
 
 const openBooks = (path: string) =>
   ManagedRuntime.make(
-    Books.Default.pipe(Layer.provideMerge(Database.Default({ path })), Layer.provide(Logger.layer({ destination: { write: () => undefined } })))
+    Books.Default.pipe(
+      Layer.provideMerge(OrderJournal.Default),
+      Layer.provideMerge(Database.Default({ path })),
+      Layer.provide(Logger.layer({ destination: { write: () => undefined } }))
+    )
   )
+
+/** Journals a limit order of `strategyId` and sends it: it has no clientOrderId until `accept`. */
+const placeOrder = (strategyId: string, symbol: string) =>
+  Effect.gen(function* () {
+    const journal = yield* OrderJournal
+    const limitPrice = new Decimal(100)
+    const order = yield* journal.journalPlacement({
+      strategyId,
+      tag: `t-${symbol}`,
+      body: {},
+      placement: { symbol, side: "buy", type: "limit", baseQty: new Decimal(1), limitPrice, lockAsset: "USDT", lockAmount: limitPrice },
+      now: NOON
+    })
+    yield* journal.transition(order.orderId, "send", { sentAt: NOON }, NOON)
+    return order.orderId
+  })
+
+/** The placement's answer: the order gets its clientOrderId (the journal tells the books). */
+const accept = (orderId: number, clientOrderId: string) =>
+  Effect.flatMap(OrderJournal, (journal) => journal.transition(orderId, "accept", { clientOrderId, acceptedAt: NOON }, NOON))
 
 const expectSame = (figures: StrategyFigures, fills: ReadonlyArray<PortfolioFill & { readonly quoteQty: Decimal }>, pairs: typeof ALL_PAIRS, now: number) => {
   const want = portfolio(fills, pairs, PRICES)
@@ -115,20 +141,18 @@ describe("strategy books", () => {
         const path = join(dir, "svcbot.sqlite")
         let runtime = openBooks(path)
         try {
-          const statements = async () => {
-            const { sqlite } = await runtime.runPromise(Database)
-            return {
-              insertOrder: sqlite.prepare(
-                "INSERT INTO orders (order_id, strategy_id, origin, client_order_id, state, symbol, side, type, created_at, updated_at) VALUES (?, ?, 'journal', ?, 'resting', ?, 'buy', 'limit', 0, 0)"
-              ),
-              attribute: sqlite.prepare("UPDATE orders SET client_order_id = ? WHERE order_id = ?"),
-              insertFill: sqlite.prepare(
-                "INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty, fee, fee_asset, time, raw, synced_at) VALUES (?, ?, ?, ?, 'maker', ?, ?, ?, ?, ?, ?, '{}', 0)"
-              )
-            }
+          // The ledger's rows are written as FillSync writes them; orders go through the journal.
+          const fillInsert = async () =>
+            (await runtime.runPromise(Database)).sqlite.prepare(
+              "INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty, fee, fee_asset, time, raw, synced_at) VALUES (?, ?, ?, ?, 'maker', ?, ?, ?, ?, ?, ?, '{}', 0)"
+            )
+          let insertFill = await fillInsert()
+          const orderIds: Array<number> = []
+          for (const [i, o] of orders.entries()) {
+            const orderId = await runtime.runPromise(placeOrder(o.other ? "other" : "s", o.symbol))
+            orderIds.push(orderId)
+            if (o.attributedAt === 0) await runtime.runPromise(accept(orderId, `c-${i}`))
           }
-          let { insertOrder, attribute, insertFill } = await statements()
-          orders.forEach((o, i) => insertOrder.run(i + 1, o.other ? "other" : "s", o.attributedAt === 0 ? `c-${i}` : null, o.symbol))
           const ledger = fills.map((f, i) => {
             const order = orders[f.order]!
             const price = new Decimal(f.price).div(10)
@@ -155,18 +179,14 @@ describe("strategy books", () => {
               // A restart: the next reads come from a book folded again from the file.
               await runtime.dispose()
               runtime = openBooks(path)
-              ;({ insertOrder, attribute, insertFill } = await statements())
+              insertFill = await fillInsert()
             }
             // Newest first, as the venue pages them.
             for (const row of ledger.filter((r) => r.spec.storedAt === step).reverse()) {
               const f = row.fill
               insertFill.run(row.fillId, row.clientOrderId, f.symbol, f.side, f.price.toFixed(), f.baseQty.toFixed(), f.quoteQty.toFixed(), f.fee.toFixed(), f.feeAsset, f.time)
             }
-            for (const [i, o] of orders.entries()) {
-              if (o.attributedAt !== step || step === 0) continue
-              attribute.run(`c-${i}`, i + 1)
-              if (!o.other) await runtime.runPromise(Effect.flatMap(Books, (books) => books.attributed("s", `c-${i}`)))
-            }
+            for (const [i, o] of orders.entries()) if (o.attributedAt === step && step > 0) await runtime.runPromise(accept(orderIds[i]!, `c-${i}`))
             const pairs = step >= ethRulesFrom ? ALL_PAIRS : new Map([...ALL_PAIRS].filter(([symbol]) => symbol !== "ETHUSDT"))
             const now = NOON + readAt[step]! * 60_000
             const figures = await runtime.runPromise(Effect.flatMap(Books, (books) => books.figures("s", pairs, now)))
@@ -190,7 +210,7 @@ describe("strategy books", () => {
     const runtime = openBooks(join(dir, "svcbot.sqlite"))
     try {
       const { sqlite } = await runtime.runPromise(Database)
-      sqlite.prepare("INSERT INTO orders (strategy_id, origin, client_order_id, state, symbol, side, type, created_at, updated_at) VALUES ('s', 'journal', 'c-1', 'fill', 'BTCUSDT', 'buy', 'limit', 0, 0)").run()
+      await runtime.runPromise(Effect.flatMap(placeOrder("s", "BTCUSDT"), (orderId) => accept(orderId, "c-1")))
       const fill = sqlite.prepare("INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty, fee, fee_asset, time, raw, synced_at) VALUES (?, 'c-1', 'BTCUSDT', ?, 'taker', ?, '1', ?, '0', 'USDT', ?, '{}', 0)")
       fill.run("a", "buy", "100", "100", NOON)
       fill.run("b", "sell", "110", "110", NOON + 60_000)
