@@ -78,7 +78,7 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
       // The write-ahead log, opened at the first sync (SQLite creates it) and kept open: fsync of any
       // descriptor of the file flushes what every writer of it wrote.
       let wal: FileHandle | undefined
-      const walHandle = yield* Effect.cached(Effect.promise(async () => (wal = await open(`${options.path}-wal`, "r"))))
+      const walHandle = yield* Effect.cached(Effect.tryPromise(async () => (wal = await open(`${options.path}-wal`, "r"))))
       yield* Effect.addFinalizer(() => Effect.promise(async () => wal?.close()))
       return {
         sqlite,
@@ -86,8 +86,16 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
         /**
          * Makes every commit so far durable: the WAL is synced to disk on libuv's thread pool, so the
          * event loop goes on meanwhile (a commit with `synchronous = FULL` would hold it for the fsync).
+         * Should the file not open or sync, a checkpoint does it on the event loop: it syncs the WAL,
+         * copies it into the database file and syncs that.
          */
-        syncToDisk: options.path === ":memory:" ? Effect.void : Effect.flatMap(walHandle, (handle) => Effect.promise(() => handle.datasync())),
+        syncToDisk:
+          options.path === ":memory:"
+            ? Effect.void
+            : Effect.flatMap(walHandle, (handle) => Effect.tryPromise(() => handle.datasync())).pipe(
+                Effect.catchAllCause(() => Effect.sync(() => sqlite.pragma("wal_checkpoint(FULL)"))),
+                Effect.asVoid
+              ),
         /** Runs `body` as one SQLite transaction; a thrown error rolls it back and becomes a defect. */
         transaction: <A>(body: () => A): Effect.Effect<A> => Effect.sync(() => sqlite.transaction(body)())
       }
