@@ -33,6 +33,12 @@ interface Scenario {
 
 type RunningEngine = Awaited<ReturnType<typeof startEngine>>
 
+/** Every placement submitted so far has been sent and answered (or lost). */
+const placementsOut = eventually(
+  Effect.map(Effect.flatMap(OrderJournal, (j) => j.inStates(["intent", "submitting"])), (rows) => (rows.length === 0 ? true : undefined)),
+  "the placements submitted so far to be answered"
+)
+
 /** Waits until no placement is in flight and the ledger holds every fill of the venue. */
 const settle = (engine: RunningEngine, venue: TestVenue) =>
   engine.run(
@@ -153,12 +159,14 @@ describe("chaos", () => {
       // The venue blocks an address after repeated failed authentication; a few requests already
       // in flight when the key is revoked fail too, so the block threshold is above that here.
       limits: { authFailuresBeforeBlock: 20 },
-      phases: [{ at: 12, action: (v) => v.admin("POST", "/_venue/keys/revoke", { keyId: v.keyId }) }],
+      // Revoked once the placements before it have gone out: mid-run, some placed and some refused.
+      phases: [{ at: 12, action: (v, engine) => engine.run(placementsOut).then(() => v.admin("POST", "/_venue/keys/revoke", { keyId: v.keyId })) }],
       recover: async (v) => {
         const key = await v.admin("POST", "/_venue/keys", { uid: v.uid, permissions: ["read", "trade"] })
         return { url: v.url, keyId: key.id as string, secret: key.secret as string }
       }
     })
+    expect(verdict.placed).toBeGreaterThan(0)
     expect(verdict.refused).toBeGreaterThan(0)
     console.log(`chaos key revoked: auth.invalid events ${log.events("auth.invalid").length}`)
   })
