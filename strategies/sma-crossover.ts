@@ -137,6 +137,10 @@ export default defineStrategy<Params, State>({
     exitDue: false,
     seq: 0
   }),
+  plots: {
+    "fast SMA": (state) => (smaReady(state.fast) ? smaValue(state.fast) : undefined),
+    "slow SMA": (state) => (smaReady(state.slow) ? smaValue(state.slow) : undefined)
+  },
   onCandle: (state, candle, view) => {
     if (candle.symbol !== view.symbol) return result(state)
     const params = view.params

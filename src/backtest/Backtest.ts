@@ -108,6 +108,12 @@ export interface BacktestSetup<P = unknown, S = unknown> {
    * before it), and their placement's occurrence is `CARRIED`.
    */
   readonly carried?: ReadonlyArray<PlaceIntent>
+  /**
+   * Called after each candle, once the strategy has heard it, with the candle's index and the
+   * strategy's state then: how a report reads the series the strategy plots. A run without it
+   * reads nothing.
+   */
+  readonly afterCandle?: (index: number, state: S) => void
 }
 
 /** A ticker a recorded run gave its strategy. */
@@ -440,6 +446,10 @@ class Run<P, S> {
 
   get finalBalances(): ReadonlyMap<string, Balance> {
     return this.balances
+  }
+
+  get strategyState(): S {
+    return this.state
   }
 
   private call<A>(handler: string, body: () => A): A {
@@ -902,6 +912,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
       run.warmUp(candle, candle.openTimeMs + intervalMs)
     }
     let inMarketCandles = 0
+    const afterCandle = setup.afterCandle
     for (let i = 0; i < candles.length; i++) {
       const candle = candles[i]!
       const closeMs = candle.openTimeMs + intervalMs
@@ -931,6 +942,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
           Math.abs(position - minNotionalFloat) > minNotionalFloat * 1e-9 ? position > minNotionalFloat : run.base.mul(candle.close).gte(minNotional)
         if (held) inMarketCandles++
       }
+      if (afterCandle !== undefined) afterCandle(i, run.strategyState)
     }
     const last = candles[candles.length - 1]!
     const finalEquity = run.base.isZero() ? run.quote : run.quote.plus(run.base.mul(last.close))

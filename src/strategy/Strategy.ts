@@ -156,6 +156,13 @@ export interface HandlerResult<S> {
  */
 export type Handler<S, E, P> = (state: S, event: E, view: StrategyView<P>) => HandlerResult<S>
 
+/**
+ * Series a strategy draws over the price in a backtest report, by name (the legend's): each reads
+ * its value from the state after a candle, undefined while it has none (an average still filling).
+ * They are read only when a report is written; a run without one never calls them.
+ */
+export type StrategyPlots<P, S> = Readonly<Record<string, (state: S, params: P) => number | Decimal | undefined>>
+
 export interface StrategyDefinition<P = any, S = any> {
   /** Lower-case words joined by `-`; the file name under `strategies/`. */
   readonly name: string
@@ -177,6 +184,8 @@ export interface StrategyDefinition<P = any, S = any> {
   readonly onTimer?: Handler<S, TimerEvent, P>
   readonly onOrderUpdate?: Handler<S, OrderUpdateEvent, P>
   readonly onFill?: Handler<S, FillEvent, P>
+  /** Indicator series the backtest report draws over the price (see `StrategyPlots`). */
+  readonly plots?: StrategyPlots<P, S>
 }
 
 const STRATEGY_NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/
