@@ -37,31 +37,46 @@ export interface PnlCurve {
 }
 
 /**
- * The book's net PnL at each close, counting the fills known by then: what its holdings
- * are worth minus what the allocation alone would be worth, which is what its own fills
- * moved (base and quote, fees included) valued at the close. Exact: no average cost, no
- * division.
+ * The book's net PnL close by close, counting the fills known by each close: what its
+ * holdings are worth minus what the allocation alone would be worth, which is what its own
+ * fills moved (base and quote, fees included) valued at the close. Exact: no average cost,
+ * no division. A paper run walks its closes as they come, so its summary costs the new
+ * closes and fills only, not the whole run again.
  */
-export const pnlCurve = (pair: BookPair, points: ReadonlyArray<CurvePoint>, fills: ReadonlyArray<BookFill>): PnlCurve => {
-  let base = ZERO
-  let quote = ZERO
-  let applied = 0
-  let inMarket = 0
-  const pnl: Array<Decimal> = []
-  for (const point of points) {
+export class PnlWalk {
+  private base = ZERO
+  private quote = ZERO
+  private applied = 0
+  /** Closes at which the book held a position worth at least the pair's minimum notional. */
+  inMarket = 0
+  /** Net PnL at the latest close. */
+  last: Decimal = ZERO
+
+  constructor(private readonly pair: BookPair) {}
+
+  /** The PnL at `point`'s close; `fills` holds at least the `point.fillsKnown` oldest fills. */
+  close(point: CurvePoint, fills: ReadonlyArray<BookFill>): Decimal {
+    const pair = this.pair
     const known = Math.min(point.fillsKnown, fills.length)
-    for (; applied < known; applied++) {
-      const fill = fills[applied]!
+    for (; this.applied < known; this.applied++) {
+      const fill = fills[this.applied]!
       const buy = fill.side === "buy"
-      base = buy ? base.plus(fill.baseQty) : base.minus(fill.baseQty)
-      quote = buy ? quote.minus(fill.quoteQty) : quote.plus(fill.quoteQty)
-      if (fill.feeAsset === pair.base) base = base.minus(fill.fee)
-      else if (fill.feeAsset === pair.quote) quote = quote.minus(fill.fee)
+      this.base = buy ? this.base.plus(fill.baseQty) : this.base.minus(fill.baseQty)
+      this.quote = buy ? this.quote.minus(fill.quoteQty) : this.quote.plus(fill.quoteQty)
+      if (fill.feeAsset === pair.base) this.base = this.base.minus(fill.fee)
+      else if (fill.feeAsset === pair.quote) this.quote = this.quote.minus(fill.fee)
     }
-    pnl.push(applied === 0 ? ZERO : quote.plus(base.mul(point.close)))
-    if (base.abs().mul(point.close).gte(pair.minNotional)) inMarket += 1
+    this.last = this.applied === 0 ? ZERO : this.quote.plus(this.base.mul(point.close))
+    if (this.base.abs().mul(point.close).gte(pair.minNotional)) this.inMarket += 1
+    return this.last
   }
-  return { pnl, inMarket }
+}
+
+/** The book's net PnL at each close of a finished run (see PnlWalk). */
+export const pnlCurve = (pair: BookPair, points: ReadonlyArray<CurvePoint>, fills: ReadonlyArray<BookFill>): PnlCurve => {
+  const walk = new PnlWalk(pair)
+  const pnl = points.map((point) => walk.close(point, fills))
+  return { pnl, inMarket: walk.inMarket }
 }
 
 /** What an allocation is worth in the quote asset at `price`. */

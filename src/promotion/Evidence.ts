@@ -27,7 +27,7 @@ import type { Side } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import type { CandleEvent, StrategyDefinition } from "../strategy/Strategy.js"
 import { decodeAccounts, devAccounts } from "../venue/Accounts.js"
-import { allocationValue, type BookPair, pnlCurve } from "./Book.js"
+import { allocationValue, type BookPair, PnlWalk } from "./Book.js"
 import { canonicalParams, paramsHash, sourceHashOfFile } from "../domain/Hash.js"
 import {
   interruptRunningPaperRuns,
@@ -135,31 +135,47 @@ interface Recording {
   heardRecorded: number
   /** Open time of the newest candle recorded for a strategy that is given none (its replay still walks candles). */
   lastCandleOpen: number
-  /** Live candles and fills of the whole run, for the summary. */
-  readonly liveCandles: Array<PaperCandleRow>
+  /** Fills of the whole run, oldest first, for the summary. */
   readonly fills: Array<PaperFillRow>
+  /** Live candles given since the last summary, then walked into `pnl` and `equityMarks`. */
+  unsummarised: Array<PaperCandleRow>
+  readonly pnl: PnlWalk
+  /** Equity at each live close, in floating point as the metrics read it: 8 bytes a candle. */
+  readonly equityMarks: Array<number>
+  liveFromMs: number | undefined
+  /** The summary, until a candle or a fill comes after it. */
+  summary: Metrics | undefined
 }
 
 
-/** The run's summary from its live candles and fills, as the instance's own book measures it. */
+/**
+ * The run's summary from its live candles and fills, as the instance's own book measures it.
+ * Only the closes given since the last summary are valued; a checkpoint that brought no
+ * candle and no fill keeps the summary it had.
+ */
 const summarise = (r: Recording): Metrics => {
-  if (r.liveCandles.length === 0) return emptyMetrics(r.pair, r.startValue, r.startedAtMs, r.intervalMs, r.startBase, r.startPrice)
-  const fills = r.fills
-  const curve = pnlCurve(r.pair, r.liveCandles, fills)
-  const marks = curve.pnl.map((pnl) => r.startValue.plus(pnl).toNumber())
-  return computeMetrics({
-    baseAsset: r.pair.base,
-    quoteAsset: r.pair.quote,
-    intervalMs: r.intervalMs,
-    fromMs: r.liveCandles[0]!.openTime,
-    initialEquity: r.startValue,
-    initialBase: r.startBase,
-    initialPrice: r.startPrice,
-    equityMarks: marks,
-    finalEquity: r.startValue.plus(curve.pnl[curve.pnl.length - 1] ?? ZERO),
-    inMarketCandles: curve.inMarket,
-    fills
-  })
+  if (r.summary !== undefined && r.unsummarised.length === 0) return r.summary
+  for (const candle of r.unsummarised) {
+    r.liveFromMs ??= candle.openTime
+    r.equityMarks.push(r.startValue.plus(r.pnl.close(candle, r.fills)).toNumber())
+  }
+  r.unsummarised = []
+  r.summary = r.liveFromMs === undefined
+    ? emptyMetrics(r.pair, r.startValue, r.startedAtMs, r.intervalMs, r.startBase, r.startPrice)
+    : computeMetrics({
+      baseAsset: r.pair.base,
+      quoteAsset: r.pair.quote,
+      intervalMs: r.intervalMs,
+      fromMs: r.liveFromMs,
+      initialEquity: r.startValue,
+      initialBase: r.startBase,
+      initialPrice: r.startPrice,
+      equityMarks: r.equityMarks,
+      finalEquity: r.startValue.plus(r.pnl.last),
+      inMarketCandles: r.pnl.inMarket,
+      fills: r.fills
+    })
+  return r.summary
 }
 
 /**
@@ -326,8 +342,12 @@ export const recordPaperRuns = (
         pendingHeard: [],
         heardRecorded: 0,
         lastCandleOpen: startedAt - 2 * intervalMs,
-        liveCandles: [],
-        fills: []
+        fills: [],
+        unsummarised: [],
+        pnl: new PnlWalk(pair),
+        equityMarks: [],
+        liveFromMs: undefined,
+        summary: undefined
       })
       yield* logEvent("paper.started", { strategy: subject.id, runId, allocation: setup.allocation, resumed: setup.startState !== null })
     }
@@ -355,10 +375,11 @@ export const recordPaperRuns = (
         volume: candle.volume,
         warmup: candle.warmup === true,
         seenAt: Date.now(),
-        fillsKnown: q.countFillsSince.get(instanceId, r.fillRowidFloor)!.n
+        // The fills read so far plus those the ledger has after them: counts the new rows only.
+        fillsKnown: r.fills.length + q.countFillsSince.get(instanceId, r.lastFillRowid)!.n
       }
       r.pendingCandles.push(row)
-      if (!row.warmup) r.liveCandles.push(row)
+      if (!row.warmup) r.unsummarised.push(row)
     }
 
     /** New price steps of a pair since the recording's last one. */
@@ -462,6 +483,7 @@ export const recordPaperRuns = (
         const intents = newIntents(r)
         const fills = newFills(r)
         r.fills.push(...fills)
+        if (fills.length > 0) r.summary = undefined
         const candles = r.pendingCandles
         r.pendingCandles = []
         const tickers = r.pendingTickers
