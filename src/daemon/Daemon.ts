@@ -5,7 +5,7 @@
  * so a signal or the end of `--for` tears it down in reverse: strategies stop,
  * open orders are cancelled (per config), fills are synced, the database closes.
  */
-import { Clock, Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
+import { Clock, Context, Data, Duration, Effect, Either, FiberRef, HashSet, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
 import { type Config, evidencePathOf } from "../config/Config.js"
 import { type Credentials, loadCredentials } from "../config/Load.js"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
@@ -36,6 +36,7 @@ import { type PaperEvidenceRecorder, recordPaperRuns } from "../promotion/Eviden
 import { StrategyStateStore } from "../strategy/StateStore.js"
 import { decodeParams, type OpenOrder, type OrderUpdateEvent, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
 import { fillEventOf } from "./FillEvents.js"
+import { DaemonMetrics } from "../ops/Metrics.js"
 import { Health, serveHealth } from "./Health.js"
 
 /** A start-up failure: what is wrong, how to fix it, and the exit code. */
@@ -440,7 +441,10 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
     }
 
     const health = yield* Health
-    if (config.health.port !== undefined) yield* serveHealth(health, config.health.host, config.health.port).pipe(Effect.orDie)
+    // Metrics read the log events and fibers started from here on, so they are in place first.
+    const metrics = Context.get(yield* Layer.build(DaemonMetrics.Default), DaemonMetrics)
+    yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(metrics.logger))
+    if (config.health.port !== undefined) yield* serveHealth(health, metrics.exposition, config.health.host, config.health.port).pipe(Effect.orDie)
 
     const { baseUrl, credentials } = yield* connect(options)
     const keyId = Redacted.value(credentials.apiKey)
@@ -455,11 +459,13 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         authProbeIntervalMs: config.client.authProbeIntervalMs,
         learnedWeights: loadBudgetWeights(config.database.path, keyId)
       }
-    })
+    }, metrics.dispatcher)
 
     const trade = Effect.gen(function* () {
       const engine = yield* EngineModule.Engine
       const svc = yield* SvcClient
+      yield* metrics.countFills(yield* engine.fillUpdates())
+      yield* metrics.watchBudget(keyId, svc.budgetSnapshot)
       const byId = new Map<string, RunningInstance>()
       const router = yield* routeUpdates(engine, byId)
       const evidence =

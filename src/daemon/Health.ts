@@ -10,6 +10,9 @@
  * ready again on its own when the cause clears. The one reason that has no state
  * to read, a reconcile mismatch the engine could not resolve, is taken off the
  * log stream and holds until the daemon restarts.
+ *
+ * The same server answers `GET /metrics` with the daemon's Prometheus metrics
+ * (src/ops/Metrics.ts), so one port serves both the orchestrator and the scraper.
  */
 import { createServer, type Server } from "node:http"
 import { Effect, HashMap, Layer, Logger, Ref, Schedule, type Scope } from "effect"
@@ -94,18 +97,26 @@ export const healthLogHook = (health: Health): Layer.Layer<never> =>
     })
   )
 
-/** Serves `GET /healthz` on host:port for the lifetime of the scope. */
-export const serveHealth = (health: Health, host: string, port: number) =>
+/** The Prometheus text exposition and its content type, as `GET /metrics` serves it. */
+export type MetricsExposition = Effect.Effect<{ readonly contentType: string; readonly body: string }>
+
+/** Serves `GET /healthz` and `GET /metrics` on host:port for the lifetime of the scope. */
+export const serveHealth = (health: Health, metrics: MetricsExposition, host: string, port: number) =>
   Effect.acquireRelease(
     Effect.async<Server, Error>((resume) => {
       const server = createServer((request, response) => {
-        if (request.method !== "GET" || request.url?.split("?")[0] !== "/healthz") {
-          response.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}')
+        const path = request.method === "GET" ? request.url?.split("?")[0] : undefined
+        if (path === "/healthz") {
+          void Effect.runPromise(health.report).then((current) =>
+            response.writeHead(current.status === "ready" ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify(current))
+          )
           return
         }
-        void Effect.runPromise(health.report).then((current) =>
-          response.writeHead(current.status === "ready" ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify(current))
-        )
+        if (path === "/metrics") {
+          void Effect.runPromise(metrics).then(({ contentType, body }) => response.writeHead(200, { "content-type": contentType }).end(body))
+          return
+        }
+        response.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found: the paths are /healthz and /metrics"}')
       })
       server.once("error", (error) => resume(Effect.fail(error)))
       server.listen(port, host, () => resume(Effect.succeed(server)))
@@ -114,6 +125,7 @@ export const serveHealth = (health: Health, host: string, port: number) =>
   ).pipe(
     Effect.tap((server) => {
       const address = server.address()
-      return logEvent("health.listening", { url: `http://${host}:${typeof address === "object" && address !== null ? address.port : port}/healthz` })
+      const origin = `http://${host}:${typeof address === "object" && address !== null ? address.port : port}`
+      return logEvent("health.listening", { url: `${origin}/healthz`, metrics: `${origin}/metrics` })
     })
   )

@@ -1,0 +1,277 @@
+/**
+ * The daemon's Prometheus metrics, served as text on the health server's
+ * `GET /metrics`. Nothing on the trading path calls into them: each figure is
+ * taken where the daemon already publishes it, so an update costs a map lookup
+ * and no read of the database.
+ *
+ * - orders: the structured log events of the order state machine (`order.intent`,
+ *   `order.accepted`, `order.filled` ...), counted per strategy, symbol and state;
+ * - fills: the engine's fill stream, the same one the strategies are fed from;
+ * - PnL, position, open orders, pauses: the `heartbeat` event of each strategy,
+ *   kept as Decimal and turned into a number only when Prometheus reads it;
+ * - rate budgets: read from the client's budget governor when Prometheus scrapes
+ *   (what `X-SVC-USED-WEIGHT-1M` and its siblings last said, plus the local estimate);
+ * - request latency: timed on the client's connection pool, per endpoint and status class;
+ * - the process: prom-client's default metrics (CPU, memory, event loop, GC).
+ *
+ * Labels are bounded: strategy ids come from the config, symbols from the
+ * exchange, states from the state machine, endpoints from the Dialect. Order ids,
+ * tags and amounts never become labels; the API key appears only as the 12
+ * characters the logs show, never its secret.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import type { Dispatcher } from "@effect/platform-node/Undici"
+import { Effect, HashMap, Layer, Logger, Option, type Scope, Stream } from "effect"
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
+import { type Decimal, fromString } from "../domain/Decimal.js"
+import { ORDER_STATES, type OrderState } from "../domain/OrderState.js"
+import type { FillUpdate } from "../engine/EngineBus.js"
+import { maskKeyId } from "../log/Redaction.js"
+import type { BudgetSnapshot } from "../svc/Budget.js"
+
+/** Latency buckets in seconds: a loopback venue answers in milliseconds, a remote exchange in tens to hundreds. */
+const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** The status label of a request that got no answer (timeout, reset, refused connection). */
+export const NO_ANSWER = "none"
+
+const KNOWN_STATES: ReadonlySet<string> = new Set(ORDER_STATES)
+
+/** What one strategy's last heartbeat said; amounts stay exact until exposition. */
+interface StrategyFigures {
+  readonly symbol: string
+  readonly realizedPnl: Decimal
+  readonly unrealizedPnl: Decimal
+  readonly fees: Decimal
+  readonly netPnl: Decimal
+  readonly position: Decimal
+  readonly openOrders: number
+  readonly paused: boolean
+}
+
+const annotation = (annotations: HashMap.HashMap<string, unknown>, name: string): unknown => Option.getOrUndefined(HashMap.get(annotations, name))
+
+const text = (annotations: HashMap.HashMap<string, unknown>, name: string): string | undefined => {
+  const value = annotation(annotations, name)
+  return typeof value === "string" ? value : undefined
+}
+
+const amount = (annotations: HashMap.HashMap<string, unknown>, name: string): Decimal | undefined => {
+  const value = text(annotations, name)
+  if (value === undefined) return undefined
+  try {
+    return fromString(value)
+  } catch {
+    return undefined
+  }
+}
+
+/** The state an order event reports: `order.intent` is the journaling, the others carry the state they moved to. */
+const stateOf = (name: string, annotations: HashMap.HashMap<string, unknown>): OrderState | undefined => {
+  if (name === "order.intent") return "intent"
+  const state = text(annotations, "state")
+  return state !== undefined && KNOWN_STATES.has(state) ? (state as OrderState) : undefined
+}
+
+const statusClass = (status: number): string => (status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : NO_ANSWER)
+
+/**
+ * Forwards one request's events to the handler that sent it, and observes its
+ * duration once: at the end of the answer, or at the error that ended it.
+ */
+class TimedExchange implements Dispatcher.DispatchHandler {
+  private status = 0
+  private observed = false
+
+  constructor(
+    private readonly inner: Dispatcher.DispatchHandler,
+    private readonly startedNs: bigint,
+    private readonly done: (status: number, startedNs: bigint) => void
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    this.inner.onRequestStart?.(controller, context)
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Dispatcher.ResponseData["headers"], statusMessage?: string): void {
+    this.status = statusCode
+    this.inner.onResponseStart?.(controller, statusCode, headers, statusMessage)
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.inner.onResponseData?.(controller, chunk)
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: Dispatcher.ResponseData["headers"]): void {
+    this.observe(this.status)
+    this.inner.onResponseEnd?.(controller, trailers)
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    // A body cut off after the status line is an answer the client could not read: no answer.
+    this.observe(0)
+    this.inner.onResponseError?.(controller, error)
+  }
+
+  private observe(status: number): void {
+    if (this.observed) return
+    this.observed = true
+    this.done(status, this.startedNs)
+  }
+}
+
+export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/DaemonMetrics", {
+  effect: Effect.gen(function* () {
+    const clock = yield* Effect.clock
+    const registry = new Registry()
+    collectDefaultMetrics({ register: registry })
+    const registers = [registry]
+
+    const orders = new Counter({
+      name: "svcbot_orders_total",
+      help: "Orders that moved to each state since the daemon started (intent = journaled before sending), per strategy and symbol",
+      labelNames: ["strategy", "symbol", "state"] as const,
+      registers
+    })
+    const fills = new Counter({
+      name: "svcbot_fills_total",
+      help: "Fills synced into the ledger since the daemon started, per strategy, symbol and side",
+      labelNames: ["strategy", "symbol", "side"] as const,
+      registers
+    })
+    const latency = new Histogram({
+      name: "svcbot_request_duration_seconds",
+      help: `Time from sending a request to the exchange to the end of its answer, per endpoint and status class (${NO_ANSWER}: no answer)`,
+      labelNames: ["endpoint", "status"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers
+    })
+
+    const strategies = new Map<string, StrategyFigures>()
+    const strategyGauge = (name: string, help: string, read: (figures: StrategyFigures) => Decimal | number | boolean) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["strategy", "symbol"] as const,
+        registers,
+        collect() {
+          this.reset()
+          for (const [strategy, figures] of strategies) {
+            const value = read(figures)
+            // Prometheus samples are doubles: the exact amount is converted here and nowhere else.
+            this.set({ strategy, symbol: figures.symbol }, typeof value === "number" ? value : typeof value === "boolean" ? Number(value) : value.toNumber())
+          }
+        }
+      })
+    strategyGauge("svcbot_realized_pnl", "Realized PnL of the strategy's own fills, in the quote asset of its symbol, as of its last heartbeat", (f) => f.realizedPnl)
+    strategyGauge("svcbot_unrealized_pnl", "Unrealized PnL of what the strategy holds at the last price, in the quote asset, as of its last heartbeat", (f) => f.unrealizedPnl)
+    strategyGauge("svcbot_fees", "Fees the strategy's fills paid, in the quote asset, as of its last heartbeat", (f) => f.fees)
+    strategyGauge("svcbot_net_pnl", "Realized plus unrealized PnL less fees, in the quote asset, as of the strategy's last heartbeat", (f) => f.netPnl)
+    strategyGauge("svcbot_position", "Base asset the strategy holds in its symbol, as of its last heartbeat", (f) => f.position)
+    strategyGauge("svcbot_open_orders", "The strategy's orders not yet final, as of its last heartbeat", (f) => f.openOrders)
+    strategyGauge("svcbot_strategy_paused", "1 while the strategy is paused (after repeated refusals or a handler error), as of its last heartbeat", (f) => f.paused)
+
+    const budgets = new Map<string, Effect.Effect<BudgetSnapshot>>()
+    const budgetGauge = (name: string, help: string, read: (snapshot: BudgetSnapshot) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["key"] as const,
+        registers,
+        collect() {
+          this.reset()
+          for (const [key, snapshot] of budgets) {
+            const value = read(Effect.runSync(snapshot))
+            // A limit is unknown until the exchange has answered once: no sample rather than a made-up one.
+            if (value !== null) this.set({ key }, value)
+          }
+        }
+      })
+    budgetGauge("svcbot_budget_used_weight_1m", "Request weight used in the current minute window (X-SVC-USED-WEIGHT-1M, plus requests not yet answered)", (s) => s.usedWeight1m)
+    budgetGauge("svcbot_budget_weight_limit_1m", "Request weight limit per minute window (X-SVC-WEIGHT-LIMIT-1M)", (s) => s.weightLimit1m)
+    budgetGauge("svcbot_budget_orders_used_10s", "Orders placed in the current 10 s window (X-SVC-ORDERS-USED-10S)", (s) => s.ordersUsed10s)
+    budgetGauge("svcbot_budget_orders_limit_10s", "Orders allowed per 10 s window (X-SVC-ORDERS-LIMIT-10S)", (s) => s.ordersLimit10s)
+    budgetGauge("svcbot_budget_orders_used_1d", "Orders placed in the current day window (X-SVC-ORDERS-USED-1D)", (s) => s.ordersUsed1d)
+    budgetGauge("svcbot_budget_orders_limit_1d", "Orders allowed per day window (X-SVC-ORDERS-LIMIT-1D)", (s) => s.ordersLimit1d)
+    const budgetCounter = (name: string, help: string, read: (snapshot: BudgetSnapshot) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["key"] as const,
+        registers,
+        collect() {
+          // The governor keeps the running total; the counter shows it as it is.
+          this.reset()
+          for (const [key, snapshot] of budgets) this.inc({ key }, read(Effect.runSync(snapshot)))
+        }
+      })
+    budgetCounter("svcbot_budget_waits_total", "Requests that waited for the next budget window instead of earning a 429", (s) => s.waits)
+    budgetCounter("svcbot_rate_limited_total", "429 RATE_LIMITED answers", (s) => s.rateLimited)
+
+    const nowNs = () => clock.unsafeCurrentTimeNanos()
+    const observeRequest = (endpoint: string) => (status: number, startedNs: bigint) =>
+      latency.observe({ endpoint, status: statusClass(status) }, Number(nowNs() - startedNs) / 1e9)
+    /** Wraps each request's handler; the endpoint is the method and path, never the query (it carries order ids). */
+    const timing: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) => {
+      const path = options.path
+      const query = path.indexOf("?")
+      const endpoint = `${options.method} ${query < 0 ? path : path.slice(0, query)}`
+      return dispatch(options, new TimedExchange(handler, nowNs(), observeRequest(endpoint)))
+    }
+
+    return {
+      /** The text exposition of every metric, with its content type. */
+      exposition: Effect.promise(() => registry.metrics()).pipe(Effect.map((body) => ({ contentType: registry.contentType, body }))),
+      /** Picks order transitions and heartbeats out of the log stream; anything else returns at the first comparison. */
+      logger: Logger.make<unknown, void>(({ message, annotations }) => {
+        const name = Array.isArray(message) ? message[0] : message
+        if (typeof name !== "string") return
+        if (name === "heartbeat") {
+          const strategy = text(annotations, "strategy")
+          const symbol = text(annotations, "symbol")
+          const [realizedPnl, unrealizedPnl, fees, netPnl, position] = ["realizedPnl", "unrealizedPnl", "fees", "netPnl", "position"].map((field) => amount(annotations, field))
+          const openOrders = annotation(annotations, "openOrders")
+          if (strategy === undefined || symbol === undefined || realizedPnl === undefined || unrealizedPnl === undefined || fees === undefined || netPnl === undefined || position === undefined) return
+          const paused = annotation(annotations, "paused")
+          strategies.set(strategy, {
+            symbol,
+            realizedPnl,
+            unrealizedPnl,
+            fees,
+            netPnl,
+            position,
+            openOrders: typeof openOrders === "number" ? openOrders : 0,
+            paused: paused !== null && paused !== undefined
+          })
+          return
+        }
+        if (!name.startsWith("order.")) return
+        const state = stateOf(name, annotations)
+        const symbol = text(annotations, "symbol")
+        if (state === undefined || symbol === undefined) return
+        // An order found on the exchange that no strategy placed has no strategy: an empty label.
+        orders.inc({ strategy: text(annotations, "strategy") ?? "", symbol, state })
+      }),
+      /** Counts the engine's fills for the lifetime of the scope; subscribe before trading starts so none is missed. */
+      countFills: (updates: Stream.Stream<FillUpdate>): Effect.Effect<void, never, Scope.Scope> =>
+        Effect.asVoid(
+          Effect.forkScoped(
+            Stream.runForEach(updates, ({ strategyId, fill }) => Effect.sync(() => fills.inc({ strategy: strategyId ?? "", symbol: fill.symbol, side: fill.side })))
+          )
+        ),
+      /** Shows the budget of the key `keyId` (masked as in the logs) for the lifetime of the scope. */
+      watchBudget: (keyId: string, snapshot: Effect.Effect<BudgetSnapshot>): Effect.Effect<void, never, Scope.Scope> => {
+        const key = maskKeyId(keyId)
+        return Effect.acquireRelease(
+          Effect.sync(() => void budgets.set(key, snapshot)),
+          () => Effect.sync(() => void budgets.delete(key))
+        )
+      },
+      /** The client's connection pool with every request timed; closed with the layer. */
+      dispatcher: Layer.scoped(
+        NodeHttpClient.Dispatcher,
+        Effect.map(NodeHttpClient.makeDispatcher, (pool) => pool.compose(timing))
+      )
+    }
+  })
+}) {}
