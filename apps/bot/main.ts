@@ -5,6 +5,7 @@ import { Console, Effect, Layer } from "effect"
 import { backtestCommand, promoteCommand, promotionsCommand } from "../../src/cli/backtest.js"
 import { clientCommands } from "../../src/cli/client.js"
 import { configCommand } from "../../src/cli/config.js"
+import { dataCommand } from "../../src/cli/data.js"
 import { CliError } from "../../src/cli/errors.js"
 import * as Log from "../../src/log/Logger.js"
 import { runCommand } from "../../src/cli/run.js"
@@ -17,7 +18,7 @@ import { venueCommand } from "../../src/venue/cli.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, ...clientCommands, configCommand, signCommand, venueCommand])
+  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, dataCommand, ...clientCommands, configCommand, signCommand, venueCommand])
 )
 
 const cli = Command.run(svcbot, { name: "svcbot", version: "0.1.0" })
