@@ -161,7 +161,7 @@ export type Handler<S, E, P> = (state: S, event: E, view: StrategyView<P>) => Ha
  * its value from the state after a candle, undefined while it has none (an average still filling).
  * They are read only when a report is written; a run without one never calls them.
  */
-export type StrategyPlots<P, S> = Readonly<Record<string, (state: S, params: P) => number | Decimal | undefined>>
+export type StrategyPlots<S> = Readonly<Record<string, (state: S) => number | Decimal | undefined>>
 
 export interface StrategyDefinition<P = any, S = any> {
   /** Lower-case words joined by `-`; the file name under `strategies/`. */
@@ -185,7 +185,7 @@ export interface StrategyDefinition<P = any, S = any> {
   readonly onOrderUpdate?: Handler<S, OrderUpdateEvent, P>
   readonly onFill?: Handler<S, FillEvent, P>
   /** Indicator series the backtest report draws over the price (see `StrategyPlots`). */
-  readonly plots?: StrategyPlots<P, S>
+  readonly plots?: StrategyPlots<S>
 }
 
 const STRATEGY_NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/
@@ -203,6 +203,11 @@ export const defineStrategy = <P, S>(definition: StrategyDefinition<P, S>): Stra
   const handlers = [definition.onCandle, definition.onTicker, definition.onTimer, definition.onOrderUpdate, definition.onFill]
   if (handlers.every((handler) => handler === undefined)) {
     throw new InvalidStrategyDefinition({ message: `strategy ${definition.name} defines no handler (onCandle, onTicker, onTimer, onOrderUpdate, onFill)` })
+  }
+  for (const [series, read] of Object.entries(definition.plots ?? {})) {
+    if (typeof read !== "function") {
+      throw new InvalidStrategyDefinition({ message: `strategy ${definition.name}: plot "${series}" must be a function from the state to a number, a Decimal or undefined` })
+    }
   }
   return definition
 }
