@@ -3,7 +3,7 @@
  * pure function of the pair and the price, so the depth endpoint, market orders
  * and the backtester all see the same liquidity for the same tape.
  */
-import { Decimal, divideDown, ONE_BPS, quantize, sign } from "../domain/Decimal.js"
+import { Decimal, divideDown, ONE_BPS, quantize, sign, toFloat, ZERO } from "../domain/Decimal.js"
 
 export interface BookLevel {
   readonly price: Decimal
@@ -27,9 +27,43 @@ export interface BookShape {
 /** Levels on each side of the synthetic book. */
 export const BOOK_LEVELS = 20
 
+/**
+ * How far a double worked out from exact decimals (each read as its nearest double, then a few
+ * operations) may lie from the exact value, relatively: a few units in the last place are about
+ * 1e-15, so this bound holds with room to spare.
+ */
+export const ESTIMATE_ERROR = 1e-12
+/** Whole numbers of steps up to this are told apart by an estimate within ESTIMATE_ERROR. */
+const MAX_ESTIMATED_STEPS = 2 ** 40
+
+/**
+ * The whole number of steps an exact quotient rounds to (down or up), from a double estimate of
+ * it; undefined when the estimate lies too near a whole number to be sure, and the caller then
+ * works it out in decimals. decimal.js divides to 64 digits to answer this; most quotients are
+ * nowhere near a whole number, and for them this is a few float operations.
+ */
+export const estimatedSteps = (estimate: number, rounding: "down" | "up"): number | undefined => {
+  if (!(estimate >= 0 && estimate < MAX_ESTIMATED_STEPS)) return undefined
+  const low = estimate * (1 - ESTIMATE_ERROR)
+  const high = estimate * (1 + ESTIMATE_ERROR)
+  const round = rounding === "down" ? Math.floor : Math.ceil
+  const steps = round(low)
+  return steps === round(high) ? steps : undefined
+}
+
+/** `steps` whole steps of `step`, exactly (zero without a sign, as `divideDown` and `quantize` answer it). */
+export const stepsOf = (steps: number, step: Decimal): Decimal => (steps === 0 ? ZERO : steps === 1 ? step : step.mul(steps))
+
+/** `divideDown(dividend, divisor, step)`, by estimate when that is sure (see `estimatedSteps`). */
+export const divideDownFast = (dividend: Decimal, divisor: Decimal, step: Decimal): Decimal => {
+  const steps = estimatedSteps(toFloat(dividend) / (toFloat(divisor) * toFloat(step)), "down")
+  return steps === undefined ? divideDown(dividend, divisor, step) : stepsOf(steps, step)
+}
+
 /** Distance between levels: one basis point of the price, at least one tick. */
 export const levelSpacing = (shape: BookShape, price: Decimal): Decimal => {
-  const spacing = quantize(price.mul(ONE_BPS), shape.tickSize, "ceil")
+  const ticks = estimatedSteps((toFloat(price) * 1e-4) / toFloat(shape.tickSize), "up")
+  const spacing = ticks === undefined ? quantize(price.mul(ONE_BPS), shape.tickSize, "ceil") : stepsOf(ticks, shape.tickSize)
   return spacing.isZero() ? shape.tickSize : spacing
 }
 
@@ -58,7 +92,8 @@ export class BookSide {
     const prices = this.prices
     while (prices.length <= index) {
       if (this.exhausted || prices.length >= this.depth) return undefined
-      const offset = this.spacing.mul(prices.length + 1)
+      // The first level is one spacing away: no product to work out.
+      const offset = prices.length === 0 ? this.spacing : this.spacing.mul(prices.length + 1)
       const price = this.side === "asks" ? this.price.add(offset) : this.price.sub(offset)
       if (this.side === "bids" && sign(price) <= 0) {
         this.exhausted = true
@@ -94,6 +129,6 @@ export const bookAround = (shape: BookShape, price: Decimal, levels: number = BO
 }
 
 const levelQty = (shape: BookShape, price: Decimal, k: number): Decimal => {
-  const qty = divideDown(shape.depthNotional.mul(k), price, shape.stepSize)
+  const qty = divideDownFast(k === 1 ? shape.depthNotional : shape.depthNotional.mul(k), price, shape.stepSize)
   return qty.isZero() ? shape.stepSize : qty
 }

@@ -21,10 +21,10 @@
  *   than `terminalMs`, or once the account has `terminalCount` newer ones; reads then
  *   answer as for an id never given out. Without one everything is kept.
  */
-import { compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, toFloat, ZERO } from "../domain/Decimal.js"
 import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
-import { BOOK_LEVELS, type BookShape, BookSide, levelSpacing } from "./Book.js"
+import { BOOK_LEVELS, type BookShape, BookSide, divideDownFast, ESTIMATE_ERROR, levelSpacing } from "./Book.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
 import { Fifo } from "./Fifo.js"
 
@@ -289,10 +289,27 @@ export const RefusalCode = {
   orderNotOpen: ErrorCode.orderNotOpen
 } as const
 
+/** Per tick or step size: its decimal places when it is a power of ten no more than 1 (0.01, 1), else null. */
+const powerOfTenPlaces = new WeakMap<Decimal, number | null>()
+
+/**
+ * Whether `value` (finite) is a whole number of `step`s. For a power-of-ten step, as tick and step
+ * sizes usually are, that is a count of decimal places, not the 64-digit division a remainder takes.
+ */
+const onStep = (value: Decimal, step: Decimal): boolean => {
+  let places = powerOfTenPlaces.get(step)
+  if (places === undefined) {
+    const dp = step.isFinite() ? step.decimalPlaces() : Number.NaN
+    places = Number.isInteger(dp) && step.eq(new Decimal(10).pow(-dp)) ? dp : null
+    powerOfTenPlaces.set(step, places)
+  }
+  return places === null ? isMultipleOf(value, step) : value.decimalPlaces() <= places
+}
+
 // Validation steps are module functions, not closures made per placement: placing is a hot path of a backtest.
 const positiveProblem = (field: string, value: Decimal, step: Decimal, stepName: string): Refusal | undefined => {
   if (!value.isFinite() || sign(value) <= 0) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
-  if (!isMultipleOf(value, step)) {
+  if (!onStep(value, step)) {
     return refuse(400, RefusalCode.invalidParameter, `${field} must be a multiple of the ${stepName} ${step.toFixed()}`, field, stepName === "tick size" ? "tick-size" : "step-size")
   }
   return undefined
@@ -601,10 +618,12 @@ export class MatchingEngine {
     const price = this.prices.get(order.pair.symbol)
     if (price !== undefined) {
       const levels = this.book(order.pair, price, order.side)
-      for (let i = 0, at = levels.priceAt(0); at !== undefined; at = levels.priceAt(++i)) {
+      // The remainder is checked before the next level's price is read: a filled order reads no further level.
+      for (let i = 0; ; i++) {
         const remaining = order.baseQty!.sub(order.filledBaseQty)
         if (remaining.isZero()) break
-        if (compare(at, order.limitPrice!) === (order.side === "buy" ? 1 : -1)) break
+        const at = levels.priceAt(i)
+        if (at === undefined || compare(at, order.limitPrice!) === (order.side === "buy" ? 1 : -1)) break
         this.fill(order, min(remaining, levels.level(i)!.baseQty), at, "taker", nowMs)
       }
     }
@@ -856,33 +875,68 @@ interface PlannedFill {
  * completely within its slippage bound (the order is then rejected as a whole).
  */
 const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: BookSide): ReadonlyArray<PlannedFill> | undefined => {
-  const slip = reference.mul(order.maxSlippageBps!).mul(ONE_BPS)
   const plan: Array<PlannedFill> = []
   if (order.side === "buy") {
-    const bound = reference.add(slip)
+    const bound = new SlippageBound(reference, order.maxSlippageBps!, "above")
     let quoteLeft = order.quoteOrderQty!
     for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
-      const affordable = divideDown(quoteLeft, level.price, pair.stepSize)
+      const affordable = divideDownFast(quoteLeft, level.price, pair.stepSize)
       // The rest of the quote cannot buy one more step: the order is complete.
       if (affordable.isZero()) return plan.length === 0 ? undefined : plan
-      if (compare(level.price, bound) > 0) return undefined
+      if (bound.compare(level.price) > 0) return undefined
       const qty = min(affordable, level.baseQty)
       plan.push({ price: level.price, baseQty: qty })
-      quoteLeft = quoteLeft.sub(qty.mul(level.price))
       if (compare(qty, affordable) === 0) return plan
+      quoteLeft = quoteLeft.sub(qty.mul(level.price))
     }
     return undefined
   }
-  const bound = reference.sub(slip)
+  const bound = new SlippageBound(reference, order.maxSlippageBps!, "below")
   let baseLeft = order.baseQty!
   for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
     if (baseLeft.isZero()) break
-    if (compare(level.price, bound) < 0) return undefined
+    if (bound.compare(level.price) < 0) return undefined
     const qty = min(baseLeft, level.baseQty)
     plan.push({ price: level.price, baseQty: qty })
     baseLeft = baseLeft.sub(qty)
+    // Complete: the next level is not worked out.
+    if (baseLeft.isZero()) return plan
   }
   return baseLeft.isZero() ? plan : undefined
+}
+
+/**
+ * How far a market order may walk the book: `maxSlippageBps` of the reference price above it (a
+ * buy) or below it (a sell). Levels are compared with a double estimate of the bound; the exact
+ * bound is worked out only for a level whose price lies too near it for the estimate to tell.
+ */
+class SlippageBound {
+  private readonly estimate: number
+  private readonly margin: number
+  private exact: Decimal | undefined
+
+  constructor(
+    private readonly reference: Decimal,
+    private readonly bps: number,
+    private readonly side: "above" | "below"
+  ) {
+    const price = toFloat(reference)
+    const slip = price * bps * 1e-4
+    this.estimate = side === "above" ? price + slip : price - slip
+    this.margin = Math.abs(price) * ESTIMATE_ERROR
+  }
+
+  /** -1, 0 or 1 as `price` is below, at or above the bound. */
+  compare(price: Decimal): number {
+    const gap = toFloat(price) - this.estimate
+    if (gap > this.margin) return 1
+    if (gap < -this.margin) return -1
+    if (this.exact === undefined) {
+      const slip = this.reference.mul(this.bps).mul(ONE_BPS)
+      this.exact = this.side === "above" ? this.reference.add(slip) : this.reference.sub(slip)
+    }
+    return compare(price, this.exact)
+  }
 }
 
 const view = (order: Order): OrderView => ({
