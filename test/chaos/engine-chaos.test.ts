@@ -34,10 +34,12 @@ interface Scenario {
 type RunningEngine = Awaited<ReturnType<typeof startEngine>>
 
 /** Every placement submitted so far has been sent and answered (or lost). */
-const placementsOut = eventually(
-  Effect.map(Effect.flatMap(OrderJournal, (j) => j.inStates(["intent", "submitting"])), (rows) => (rows.length === 0 ? true : undefined)),
-  "the placements submitted so far to be answered"
-)
+const placementsOut = (timeoutMs?: number) =>
+  eventually(
+    Effect.map(Effect.flatMap(OrderJournal, (j) => j.inStates(["intent", "submitting"])), (rows) => (rows.length === 0 ? true : undefined)),
+    "the placements submitted so far to be answered",
+    timeoutMs
+  )
 
 /** Waits until no placement is in flight and the ledger holds every fill of the venue. */
 const settle = (engine: RunningEngine, venue: TestVenue) =>
@@ -74,6 +76,10 @@ const run = async (name: string, scenario: Scenario) => {
     await engine.run(Effect.flatMap(Engine, (e) => e.submit("chaos", [intent])))
   }
   await Promise.all(background)
+  // Submitting only journals an intent: the faults stay on until every placement has been sent
+  // and answered (or lost), or most of them would reach the venue after it recovered. A limit
+  // squeeze of 8 orders per 10 s holds the last of 18 placements back about 20 s.
+  await engine.run(placementsOut(60_000))
   await venue.admin("POST", "/_venue/faults", {})
   const newKey = await scenario.recover?.(venue)
   if (newKey !== undefined) {
@@ -99,9 +105,9 @@ describe("chaos", () => {
     const { verdict } = await run("drop 30%", {
       phases: [{ at: 0, action: (v) => v.admin("POST", "/_venue/faults", { dropAcceptedRatio: 0.3, seed: 7 }) }]
     })
-    // Every placement is accounted for (none lost, none twice, above); whether a dropped answer was
-    // recovered by adoption or never left the group it was sent in is what the journal shows.
-    console.log(`drop 30%: ${verdict.adoptedAfterLoss} placements adopted after a lost answer`)
+    // Every placement is accounted for (none lost, none twice, above), and answers were lost:
+    // each such placement was found at the venue and adopted, none proven absent.
+    expect(verdict.adoptedAfterLoss).toBeGreaterThan(0)
     expect(verdict.notPlaced).toBe(0)
   })
 
@@ -160,7 +166,7 @@ describe("chaos", () => {
       // in flight when the key is revoked fail too, so the block threshold is above that here.
       limits: { authFailuresBeforeBlock: 20 },
       // Revoked once the placements before it have gone out: mid-run, some placed and some refused.
-      phases: [{ at: 12, action: (v, engine) => engine.run(placementsOut).then(() => v.admin("POST", "/_venue/keys/revoke", { keyId: v.keyId })) }],
+      phases: [{ at: 12, action: (v, engine) => engine.run(placementsOut()).then(() => v.admin("POST", "/_venue/keys/revoke", { keyId: v.keyId })) }],
       recover: async (v) => {
         const key = await v.admin("POST", "/_venue/keys", { uid: v.uid, permissions: ["read", "trade"] })
         return { url: v.url, keyId: key.id as string, secret: key.secret as string }
