@@ -8,11 +8,11 @@
  * ready to go out are marked `submitting` together in one commit, synced to disk
  * before any of them is sent.
  */
-import { Clock, Deferred, Effect, Either, FiberSet, Queue, Ref } from "effect"
+import { Cause, Clock, Effect, Either, Exit, FiberSet, LogLevel, Option, Queue, Ref } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import { alreadyApplied, type InvalidTransition, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
-import type { EventName } from "../log/Events.js"
+import { EventCatalog, type EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
 import { type JournalBatch, type Move, OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
@@ -55,6 +55,15 @@ const STATE_EVENTS: Partial<Record<OrderState, EventName>> = {
   rejected: "order.rejected",
   cancelled: "order.cancelled",
   lost: "order.lost"
+}
+
+/**
+ * Writes a catalog event, building its fields only when its level is logged: the debug events
+ * of every order's progress cost nothing while debug is off.
+ */
+const logWhenEnabled = (name: EventName, fields: () => Record<string, unknown>): Effect.Effect<void> => {
+  const write = Effect.suspend(() => logEvent(name, fields()))
+  return EventCatalog[name].level === "debug" ? Effect.asVoid(Effect.whenLogLevel(write, LogLevel.Debug)) : write
 }
 
 /** The account-status answers that stop new placements, with what the user must do. */
@@ -162,12 +171,6 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     const bus = yield* EngineBus
     const settings = yield* EngineSettings
     const sends = yield* FiberSet.make()
-    const sendPermits = yield* Effect.makeSemaphore(settings.execution.sendConcurrency)
-    /** Placements waiting to be marked `submitting`, in journal order, with where each hears its marked row. */
-    const awaitingMark = new Map<number, Deferred.Deferred<OrderRow | undefined>>()
-    /** Placements marked and waiting for a send slot. */
-    let markedWaiting = 0
-    const markerWake = yield* Queue.sliding<void>(1)
     /** Orders whose cancel is out; an order leaves when it is final, or when the cancel failed and may be sent again. */
     const cancelsSent = new Set<number>()
     /** While placements are blocked, the time the next placement may go out as a probe. */
@@ -183,7 +186,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       Effect.gen(function* () {
         const name = STATE_EVENTS[row.state]
         if (name !== undefined) {
-          yield* logEvent(name, {
+          yield* logWhenEnabled(name, () => ({
             strategy: row.strategyId,
             tag: row.tag,
             intentId: row.intentId,
@@ -196,7 +199,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             ...(row.code === null ? {} : { code: row.code }),
             ...(row.state === "not_placed" ? { outcome: "not_placed" } : {}),
             ...(detail === undefined ? {} : { detail })
-          })
+          }))
         }
         if (isTerminal(row.state)) cancelsSent.delete(row.orderId)
         yield* bus.publishOrder(row, now)
@@ -286,27 +289,58 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       }
     }
 
-    /** Marked placements not yet handed to the sends when the next group may be marked: a group is synced while half of one is still to go out. */
+    /** Marked placements not yet taken by a sender when the next group may be marked: a group is synced while half of one is still to go out. */
     const markAhead = Math.max(1, Math.floor(settings.execution.markGroupSize / 2))
 
+    /** Placements journaled (state `intent`) and waiting to be marked, in journal order. */
+    const awaitingMark: Array<number> = []
+    /** Placements marked and synced to disk, waiting for a sender. */
+    const readyToSend = yield* Queue.unbounded<OrderRow>()
+    /** Placements marked and not yet taken by a sender. */
+    let markedWaiting = 0
+    const markerWake = yield* Queue.sliding<void>(1)
+    /** What the service answered to placements, waiting to be recorded together. */
+    let answered: Array<{ readonly order: OrderRow; readonly outcome: Exit.Exit<Accepted, SvcError | PlacementOutcomeUnknown>; readonly at: number }> = []
+    const recorderWake = yield* Queue.sliding<void>(1)
+    /** Placements handed to the sends whose outcome is not recorded yet; the latch is open while there are none. */
+    let unfinishedSends = 0
+    const sendsIdle = yield* Effect.makeLatch(true)
+    const sendsDone = (count: number) => {
+      unfinishedSends -= count
+      if (unfinishedSends === 0) sendsIdle.unsafeOpen()
+    }
+
+    /** Queues journaled placements (state `intent`) to be marked, synced and sent, each once. */
+    const enqueue = (orders: ReadonlyArray<OrderRow>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (orders.length === 0) return Effect.void
+        if (unfinishedSends === 0) sendsIdle.unsafeClose()
+        unfinishedSends += orders.length
+        for (const order of orders) awaitingMark.push(order.orderId)
+        return Queue.offer(markerWake, undefined)
+      })
+
     /**
-     * Hands each placement of a marked group its row once the commit is on disk: after a power
-     * loss the journal still knows they may have been sent.
+     * Hands the placements of a marked group to the senders once the commit is on disk: after a
+     * power loss the journal still knows they may have been sent.
      */
-    const release = (group: ReadonlyArray<readonly [number, Deferred.Deferred<OrderRow | undefined>]>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number) =>
+    const release = (group: ReadonlyArray<number>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number) =>
       Effect.gen(function* () {
         yield* database.syncToDisk
-        for (const [i, [orderId]] of group.entries()) {
+        const marked: Array<OrderRow> = []
+        for (const [i, orderId] of group.entries()) {
           const outcome = moved[i]!
           if (outcome._tag === "Right") {
+            marked.push(outcome.right)
             yield* announce(outcome.right, now, undefined, false)
           } else {
             markedWaiting -= 1
+            sendsDone(1)
             yield* refusedMove(orderId, outcome.left, undefined)
           }
         }
         // Only now may any of them be sent.
-        for (const [i, [, marked]] of group.entries()) yield* Deferred.succeed(marked, Either.getOrUndefined(moved[i]!))
+        yield* Queue.offerAll(readyToSend, marked)
       })
 
     /**
@@ -316,52 +350,57 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
      * by reconciliation (`unknown`, then found or proven not placed).
      */
     const markNextGroup = Effect.gen(function* () {
-      // Placements journaled by the same submit join this group.
-      yield* Effect.yieldNow()
-      if (markedWaiting > markAhead || awaitingMark.size === 0) return
-      const group = [...awaitingMark].slice(0, settings.execution.markGroupSize - markedWaiting)
-      for (const [orderId] of group) awaitingMark.delete(orderId)
+      if (markedWaiting > markAhead || awaitingMark.length === 0) return
+      const group = awaitingMark.splice(0, settings.execution.markGroupSize - markedWaiting)
       markedWaiting += group.length
       const now = yield* Clock.currentTimeMillis
       const moved = yield* journal.transitionMany(
-        group.map(([orderId]) => ({ orderId, event: "send" as const, patch: { sentAt: now } })),
+        group.map((orderId) => ({ orderId, event: "send" as const, patch: { sentAt: now } })),
         now
       )
       yield* FiberSet.run(sends, Effect.uninterruptible(release(group, moved, now)))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(markNextGroup))))
 
-    /** Records what the service answered to a placement. */
-    const answer = (order: OrderRow) =>
+    /** The move that records what the service answered to a placement, after telling the bus of a block it learned or saw resolved. */
+    const moveOfAnswer = (order: OrderRow, outcome: Exit.Exit<Accepted, SvcError | PlacementOutcomeUnknown>, at: number) =>
       Effect.gen(function* () {
-        const outcome = yield* Effect.either(place(order))
-        if (outcome._tag === "Right") {
-          if ((yield* bus.blocked) !== undefined) yield* Ref.set(bus.block, undefined)
-          const now = yield* Clock.currentTimeMillis
+        if (Exit.isSuccess(outcome)) {
+          const block = yield* bus.blocked
+          if (block !== undefined && block.code !== STOPPING) yield* Ref.set(bus.block, undefined)
           // Settlement takes a moment; the first poll waits one fast interval so that new orders are polled together.
-          const accepted = yield* move(order.orderId, "accept", {
-            clientOrderId: outcome.right.clientOrderId,
-            acceptedAt: now,
-            nextPollAt: now + settings.tracker.fastPollMs
-          })
-          if (accepted?.cancelRequested === true) yield* sendCancel(accepted)
-          return
+          return { orderId: order.orderId, event: "accept", patch: { clientOrderId: outcome.value.clientOrderId, acceptedAt: at, nextPollAt: at + settings.tracker.fastPollMs } } satisfies Move
         }
-        const error = outcome.left
-        if (error._tag === "PlacementOutcomeUnknown") {
-          // Now, on the local clock, is no earlier than the request was signed: the absence window counts from here.
-          yield* move(order.orderId, "lose", { lostAt: yield* Clock.currentTimeMillis }, `${error.reason}: ${error.detail}`)
-          return
-        }
+        const failure = Cause.failureOption(outcome.cause)
+        // A defect in the client leaves the outcome as unknown as a lost answer: reconciliation finds out.
+        if (Option.isNone(failure)) return { orderId: order.orderId, event: "lose", patch: { lostAt: at }, detail: Cause.pretty(outcome.cause) } satisfies Move
+        const error = failure.value
+        // The local clock when the answer came is no earlier than the request was signed: the absence window counts from there.
+        if (error._tag === "PlacementOutcomeUnknown") return { orderId: order.orderId, event: "lose", patch: { lostAt: at }, detail: `${error.reason}: ${error.detail}` } satisfies Move
         const code = refusalCode(error)
-        if (code === undefined) {
-          yield* move(order.orderId, "lose", { lostAt: yield* Clock.currentTimeMillis }, error.message)
-          return
-        }
+        if (code === undefined) return { orderId: order.orderId, event: "lose", patch: { lostAt: at }, detail: error.message } satisfies Move
         const block = blockOf(error)
         if (block !== undefined) yield* noteBlock(block)
-        yield* move(order.orderId, "refuse", { code }, error.message)
+        return { orderId: order.orderId, event: "refuse", patch: { code }, detail: error.message } satisfies Move
       })
+
+    /**
+     * Records the answers that came since the last time in one commit. An acceptance needs no
+     * sync (a power loss that drops it leaves the order `submitting`, found again by
+     * reconciliation), so a commit per answer would only cost time.
+     */
+    const recordAnswers = Effect.gen(function* () {
+      const group = answered
+      answered = []
+      if (group.length === 0) return
+      const moves: Array<Move> = []
+      for (const { order, outcome, at } of group) moves.push(yield* moveOfAnswer(order, outcome, at))
+      const rows = yield* moveMany(moves)
+      for (const row of rows) if (row?.state === "accepted" && row.cancelRequested) yield* FiberSet.run(sends, sendCancel(row))
+      sendsDone(group.length)
+    })
+    // One timer turn gathers the answers of the requests in flight that came meanwhile.
+    yield* Effect.forkScoped(Effect.forever(Queue.take(recorderWake).pipe(Effect.zipRight(Effect.sleep(0)), Effect.zipRight(Effect.uninterruptible(recordAnswers)))))
 
     /** A marked placement took its send slot; when few marked ones are left, the next group may be marked. */
     const slotTaken = Effect.suspend(() => {
@@ -369,15 +408,17 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       return markedWaiting <= markAhead ? Queue.offer(markerWake, undefined) : Effect.void
     })
 
-    /** Sends a journaled order (state `intent`) once, and records what came of it. */
-    const send = (order: OrderRow): Effect.Effect<void> =>
+    /** One of `sendConcurrency` senders: sends marked placements one at a time, each once, and leaves the answer to be recorded. */
+    const sender = Effect.forever(
       Effect.gen(function* () {
-        const marked = yield* Deferred.make<OrderRow | undefined>()
-        awaitingMark.set(order.orderId, marked)
-        yield* Queue.offer(markerWake, undefined)
-        const sending = yield* Deferred.await(marked)
-        if (sending !== undefined) yield* sendPermits.withPermits(1)(Effect.zipRight(slotTaken, answer(sending)))
+        const order = yield* Queue.take(readyToSend)
+        yield* slotTaken
+        const outcome = yield* Effect.exit(place(order))
+        answered.push({ order, outcome, at: yield* Clock.currentTimeMillis })
+        yield* Queue.offer(recorderWake, undefined)
       })
+    )
+    for (let i = 0; i < settings.execution.sendConcurrency; i++) yield* Effect.forkScoped(sender)
 
     /** Whether placements are blocked now; past the probe time one is let through, and its answer tells whether the block was resolved. */
     const blockedAt = (block: PlacementBlock | undefined, now: number): string | undefined => {
@@ -489,7 +530,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       return { _tag: "Cancel", result: { _tag: "Approved", intentId, tag, orderId: order.orderId }, marked: j.update(order.orderId, { cancelRequested: true }, now) }
     }
 
-    /** Logs, publishes and sends what a committed batch decided. */
+    /** Logs and publishes what a committed batch decided, and sends its cancels; its placements are queued by the caller. */
     const carryOut = (strategyId: string, decision: Decision, now: number): Effect.Effect<SubmitResult> =>
       Effect.gen(function* () {
         switch (decision._tag) {
@@ -505,7 +546,6 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
               notional: decision.notional.toFixed()
             })
             yield* bus.publishOrder(order, now)
-            yield* FiberSet.run(sends, send(order))
             return { _tag: "Approved", intentId: order.intentId!, tag: order.tag!, orderId: order.orderId }
           }
           case "RiskRefused": {
@@ -540,16 +580,18 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           const placements = intents.filter((intent): intent is PlaceIntent => intent.type !== "cancel")
           const inputs = placements.length === 0 ? undefined : yield* riskInputs(strategyId, placements, now)
           const decisions = yield* journal.batch((j) => decide(j, strategyId, intents, outboxIds, inputs, now))
-          return yield* Effect.forEach(decisions, (decision) => carryOut(strategyId, decision, now))
+          const results = yield* Effect.forEach(decisions, (decision) => carryOut(strategyId, decision, now))
+          yield* enqueue(decisions.flatMap((decision) => (decision._tag === "Placed" ? [decision.order] : [])))
+          return results
         }),
       /** Sends an order journaled in state `intent` (used by the startup reconcile for intents a crash left unsent). */
-      send: (order: OrderRow) => FiberSet.run(sends, send(order)),
+      send: (order: OrderRow) => enqueue([order]),
       markCancel,
       sendCancel,
       move,
       moveMany,
       /** Waits until every placement and cancel sent so far has its answer. */
-      awaitSends: FiberSet.awaitEmpty(sends),
+      awaitSends: Effect.zipRight(sendsIdle.await, FiberSet.awaitEmpty(sends)),
       /** The strategies whose daily loss limit stopped their placements today (UTC). */
       killSwitchesToday: Effect.gen(function* () {
         const today = startOfUtcDay(yield* Clock.currentTimeMillis)

@@ -28,13 +28,13 @@ export interface EngineOptions {
 
 export interface ExecutionSettings {
   /**
-   * Most placements in flight at once. More would only wait in the client's budget queue,
-   * where the request timeout can run out before the request is even sent.
+   * Most placements in flight at once, each kept going by a sender of its own. 16 keeps a
+   * loopback or nearby venue busy; more would only wait in the client's budget queue.
    */
   readonly sendConcurrency: number
   /**
-   * Most placements marked `submitting` by one commit synced to disk (a group is marked once the
-   * one before has all been handed to the sends). Each sync costs milliseconds; a crash can leave
+   * Most placements marked `submitting` by one commit synced to disk (the next group is marked once
+   * half of one is left for the senders). Each sync costs milliseconds; a crash can leave
    * up to this many plus `sendConcurrency` marked and never sent, which reconciliation proves
    * not placed.
    */
@@ -107,7 +107,7 @@ export interface ResolvedEngineSettings {
   readonly market: MarketSettings
 }
 
-export const defaultExecution: ExecutionSettings = { sendConcurrency: 8, markGroupSize: 32 }
+export const defaultExecution: ExecutionSettings = { sendConcurrency: 16, markGroupSize: 32 }
 
 export const defaultTracker: TrackerSettings = {
   tickMs: 50,
