@@ -37,6 +37,9 @@ COPY bin ./bin
 COPY migrations ./dist/migrations
 COPY config ./config
 COPY ops/healthcheck.mjs ./ops/healthcheck.mjs
+# Strategies of your own are mounted, not built in: `-v ./my-strategies:/strategies:ro` and
+# "strategy": "/strategies/FILE.ts" in the config. A .ts plugin compiles at load through tsx,
+# a production dependency kept by the prune above (docs/operations.md, "Strategies of your own").
 # The only writable path: the database lives in a volume, the root filesystem can be read-only.
 RUN mkdir -p /app/data && chown node:node /app/data
 VOLUME ["/app/data"]

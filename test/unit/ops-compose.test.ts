@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, statSync } from "node:fs"
+import { join } from "node:path"
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { parse as parseYaml } from "yaml"
@@ -128,16 +129,46 @@ describe("docker-compose.yml", () => {
       for (const port of s.ports ?? []) expect(port, name).toMatch(/^127\.0\.0\.1:/)
       if (s.image !== undefined && !s.image.startsWith("svcbot:")) expect(s.image, name).toMatch(/^[\w./-]+:v?\d+\.\d+\.\d+$/)
     }
-    for (const name of ["loki", "alloy", "grafana"]) expect(service(name).profiles, name).toEqual(["observability"])
+    for (const name of ["loki", "alloy", "prometheus", "grafana"]) expect(service(name).profiles, name).toEqual(["observability"])
   })
 
   it("mounts the observability configs that exist in ops/", () => {
-    for (const name of ["loki", "alloy", "grafana"]) {
+    for (const name of ["loki", "alloy", "prometheus", "grafana"]) {
       for (const volume of service(name).volumes ?? []) {
         const source = volume.split(":")[0]!
         if (source.startsWith("./")) expect(existsSync(source), `${name}: ${source}`).toBe(true)
       }
     }
+  })
+})
+
+/** The host folder a service mounts at `target`, with compose's default for an unset variable. */
+const mountSource = (s: Service, target: string): string | undefined =>
+  s.volumes?.map((v) => v.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1").split(":")).find((parts) => parts[1] === target)?.[0]
+
+describe("strategies of the user's own", () => {
+  it("every bot mounts the strategies folder read-only at /strategies, from SVCBOT_STRATEGIES_DIR", () => {
+    for (const name of ["bot", "bot-live"]) {
+      const volume = service(name).volumes?.find((v) => v.includes(":/strategies"))
+      expect(volume, name).toMatch(/^\$\{SVCBOT_STRATEGIES_DIR:-\.\/[^}]+\}:\/strategies:ro$/)
+      const source = mountSource(service(name), "/strategies")!
+      expect(statSync(source).isDirectory(), `${name}: ${source} is a folder`).toBe(true)
+    }
+  })
+
+  it("the example config names a plugin file that the default mount puts at that path, and is valid for the bot", () => {
+    const path = "examples/config/user-strategy.json"
+    const parsed = parseConfig(readJson(path), path, service("bot").environment ?? {})
+    if (Either.isLeft(parsed)) throw new Error(`${path}: ${JSON.stringify(parsed.left)}`)
+    const source = mountSource(service("bot"), "/strategies")!
+    expect(parsed.right.strategies.length).toBeGreaterThan(0)
+    for (const instance of parsed.right.strategies) {
+      expect(instance.strategy, instance.id).toMatch(/^\/strategies\/[\w.-]+\.(ts|mts|js|mjs)$/)
+      const onHost = join(source, instance.strategy.slice("/strategies/".length))
+      expect(existsSync(onHost), `${instance.strategy} is ${onHost} on the host`).toBe(true)
+    }
+    expect(parsed.right.venue.baseUrl).toBe("http://venue:8080")
+    expect(parsed.right.health.port).toBe(Number(service("bot").environment?.SVC_HEALTH_PORT))
   })
 })
 
@@ -206,6 +237,9 @@ describe.skipIf(composeTool === undefined)(
       expect(resolved.services["bot"]?.command).toEqual(["run", "--config", "config/compose.json", "--mode", "paper"])
       expect(resolved.services["bot"]?.logging?.options["max-size"]).toBe("10m")
       expect(resolved.secrets["svc_api_key"]?.file).toMatch(/secrets\/svc_api_key$/)
+      for (const name of ["bot", "bot-live"]) {
+        expect(resolved.services[name]?.volumes?.some((v) => /examples\/strategies:\/strategies:ro$/.test(v)), `${name} mounts the strategies folder`).toBe(true)
+      }
     })
 
     it("lists the live and observability profiles", () => {
@@ -215,10 +249,11 @@ describe.skipIf(composeTool === undefined)(
     })
 
     it("interpolates the documented variables", () => {
-      const result = runConfig([], { SVCBOT_LIVE_CONFIG: "live-eu.json", SVC_SECRETS_DIR: "/srv/svcbot/secrets" })
+      const result = runConfig([], { SVCBOT_LIVE_CONFIG: "live-eu.json", SVC_SECRETS_DIR: "/srv/svcbot/secrets", SVCBOT_STRATEGIES_DIR: "/srv/svcbot/strategies" })
       expect(result.status).toBe(0)
       const resolved = parseYaml(result.stdout) as ComposeFile
       expect(resolved.services["bot-live"]?.command).toContain("config/live-eu.json")
+      expect(resolved.services["bot"]?.volumes).toContain("/srv/svcbot/strategies:/strategies:ro")
       expect(resolved.secrets["svc_api_secret"]?.file).toBe("/srv/svcbot/secrets/svc_api_secret")
     })
 

@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { parse as parseYaml } from "yaml"
 import { EventCatalog, isEventName } from "../../src/log/Events.js"
+import { DaemonMetrics } from "../../src/ops/Metrics.js"
 
 interface Target {
   readonly refId: string
@@ -26,13 +28,33 @@ interface Dashboard {
 
 const dashboardText = readFileSync("ops/grafana/dashboards/svcbot.json", "utf8")
 const datasourceYaml = readFileSync("ops/grafana/provisioning/datasources/loki.yml", "utf8")
+const prometheusDatasourceYaml = readFileSync("ops/grafana/provisioning/datasources/prometheus.yml", "utf8")
 const providerYaml = readFileSync("ops/grafana/provisioning/dashboards/svcbot.yml", "utf8")
 const alloyConfig = readFileSync("ops/alloy/config.alloy", "utf8")
 
 const dashboard = JSON.parse(dashboardText) as Dashboard
 const allPanels: ReadonlyArray<Panel> = dashboard.panels.flatMap((panel) => [panel, ...(panel.panels ?? [])])
 const queryPanels = allPanels.filter((panel) => panel.type !== "row")
-const queries = [...queryPanels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr)), ...dashboard.annotations.list.map((a) => a.expr)]
+/** Panels over the log events (Loki) and over the daemon's /metrics (Prometheus). */
+const logPanels = queryPanels.filter((panel) => panel.datasource?.type === "loki")
+const metricPanels = queryPanels.filter((panel) => panel.datasource?.type === "prometheus")
+const queries = [...logPanels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr)), ...dashboard.annotations.list.map((a) => a.expr)]
+
+/** Metric names a PromQL query reads: svcbot's own and the process metrics prom-client exports. */
+const metricsNamed = (expr: string): ReadonlyArray<string> => [...expr.matchAll(/\b(?:svcbot|nodejs|process)_[a-z0-9_]+/g)].map((match) => match[0])
+
+/** Every series name the daemon's /metrics can hold: families from the exposition, histograms and summaries with their suffixes. */
+const exportedSeries = Effect.runPromise(
+  Effect.flatMap(DaemonMetrics, (metrics) => metrics.exposition).pipe(Effect.provide(DaemonMetrics.Default))
+).then(({ body }) => {
+  const names = new Set<string>()
+  for (const [, name, type] of body.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    names.add(name!)
+    if (type === "histogram") for (const suffix of ["_bucket", "_sum", "_count"]) names.add(`${name}${suffix}`)
+    if (type === "summary") for (const suffix of ["_sum", "_count"]) names.add(`${name}${suffix}`)
+  }
+  return names
+})
 
 /** The event names a LogQL query selects, from `event="a"` and `event=~"a|b"` matchers. */
 const eventsNamed = (expr: string): ReadonlyArray<string> =>
@@ -62,10 +84,11 @@ describe("Grafana dashboard", () => {
       expect(panel.gridPos.h, panel.title).toBeGreaterThan(0)
     }
     expect(queryPanels.length).toBeGreaterThanOrEqual(15)
+    expect(logPanels.length + metricPanels.length, "every panel reads Loki or Prometheus").toBe(queryPanels.length)
   })
 
-  it("every panel query names only events of the catalog, and at least one", () => {
-    for (const panel of queryPanels) {
+  it("every log panel query names only events of the catalog, and at least one", () => {
+    for (const panel of logPanels) {
       expect(panel.targets?.length ?? 0, `${panel.title} has queries`).toBeGreaterThan(0)
       for (const target of panel.targets ?? []) {
         const named = eventsNamed(target.expr)
@@ -102,10 +125,51 @@ describe("Grafana dashboard", () => {
     }
   })
 
+  it("every metrics panel query names only metrics the daemon exports, and at least one", async () => {
+    const exported = await exportedSeries
+    expect(exported.has("svcbot_fills_total"), "the daemon's registry was read").toBe(true)
+    for (const panel of metricPanels) {
+      expect(panel.targets?.length ?? 0, `${panel.title} has queries`).toBeGreaterThan(0)
+      for (const target of panel.targets ?? []) {
+        const named = metricsNamed(target.expr)
+        expect(named.length, `${panel.title} ${target.refId} names a metric`).toBeGreaterThan(0)
+        for (const metric of named) expect(exported.has(metric), `${panel.title}: ${metric} is exported on /metrics`).toBe(true)
+      }
+    }
+  })
+
+  it("shows orders, fills, PnL, budget use, latency and the process next to the log panels", () => {
+    const read = new Set(metricPanels.flatMap((panel) => (panel.targets ?? []).flatMap((target) => metricsNamed(target.expr))))
+    for (const metric of [
+      "svcbot_orders_total",
+      "svcbot_fills_total",
+      "svcbot_realized_pnl",
+      "svcbot_budget_used_weight_1m",
+      "svcbot_budget_weight_limit_1m",
+      "svcbot_request_duration_seconds_bucket",
+      "nodejs_eventloop_lag_p99_seconds"
+    ]) {
+      expect(read.has(metric), `${metric} is on the dashboard`).toBe(true)
+    }
+  })
+
+  it("metrics queries are well-formed PromQL through the provisioned Prometheus datasource", () => {
+    const uid = /uid:\s*(\S+)/.exec(prometheusDatasourceYaml)?.[1]
+    expect(uid).toBeDefined()
+    for (const panel of metricPanels) {
+      expect(panel.datasource?.uid, panel.title).toBe(uid)
+      for (const target of panel.targets ?? []) {
+        expect(balanced(target.expr), `${panel.title}: ${target.expr}`).toBe(true)
+        // A counter is read as a rate: its raw value restarts from zero with the daemon.
+        for (const counter of target.expr.match(/\bsvcbot_[a-z0-9_]+_total\b/g) ?? []) expect(target.expr, `${panel.title} rates ${counter}`).toMatch(new RegExp(`(rate|increase)\\(${counter}\\[`))
+      }
+    }
+  })
+
   it("queries are well-formed LogQL over svcbot's streams, through the provisioned Loki datasource", () => {
     const uid = /uid:\s*(\S+)/.exec(datasourceYaml)?.[1]
     expect(uid).toBeDefined()
-    for (const panel of queryPanels) {
+    for (const panel of logPanels) {
       expect(panel.datasource?.uid, panel.title).toBe(uid)
       for (const target of panel.targets ?? []) {
         const { expr } = target
@@ -160,6 +224,28 @@ describe("observability provisioning", () => {
     expect(loki.schema_config.configs.at(-1)).toMatchObject({ store: "tsdb", schema: "v13" })
     expect(loki.limits_config.retention_period).toMatch(/^\d+h$/)
     expect(loki.compactor.retention_enabled).toBe(true)
+  })
+
+  it("Grafana's metrics datasource is the compose service prometheus, which scrapes each bot's health port at /metrics", () => {
+    const datasources = parseYaml(prometheusDatasourceYaml) as { apiVersion: number; datasources: ReadonlyArray<{ type: string; uid: string; url: string }> }
+    expect(datasources.apiVersion).toBe(1)
+    expect(datasources.datasources).toHaveLength(1)
+    expect(datasources.datasources[0]).toMatchObject({ type: "prometheus", url: "http://prometheus:9090" })
+    const compose = parseYaml(readFileSync("docker-compose.yml", "utf8"), { merge: true }) as {
+      services: Record<string, { profiles?: ReadonlyArray<string>; volumes?: ReadonlyArray<string>; environment?: Record<string, string>; depends_on?: ReadonlyArray<string> }>
+    }
+    const prometheus = compose.services["prometheus"]
+    expect(prometheus?.profiles).toEqual(["observability"])
+    expect(compose.services["grafana"]?.depends_on).toContain("prometheus")
+    const mounted = prometheus?.volumes?.find((volume) => volume.startsWith("./ops/prometheus/"))?.split(":")
+    expect(mounted).toBeDefined()
+    const scrape = parseYaml(readFileSync(mounted![0]!, "utf8")) as {
+      scrape_configs: ReadonlyArray<{ job_name: string; metrics_path?: string; static_configs: ReadonlyArray<{ targets: ReadonlyArray<string> }> }>
+    }
+    const job = scrape.scrape_configs.find((config) => config.job_name === "svcbot")
+    expect(job?.metrics_path ?? "/metrics").toBe("/metrics")
+    const targets = job?.static_configs.flatMap((config) => config.targets) ?? []
+    for (const bot of ["bot", "bot-live"]) expect(targets, bot).toContain(`${bot}:${compose.services[bot]?.environment?.SVC_HEALTH_PORT}`)
   })
 
   it("the dashboard provider is a file provider", () => {

@@ -132,6 +132,17 @@ describe("the production image", () => {
     expect(isIgnored("ops/grafana/dashboards/svcbot.json")).toBe(true)
   })
 
+  it("can compile a mounted .ts strategy: tsx is a production dependency, kept by the prune and copied into the runtime", () => {
+    const manifest = JSON.parse(readFileSync("package.json", "utf8")) as { dependencies: Record<string, string>; devDependencies?: Record<string, string> }
+    expect(manifest.dependencies.tsx, "tsx is in dependencies").toMatch(/^\d+\.\d+\.\d+$/)
+    expect(manifest.devDependencies ?? {}).not.toHaveProperty("tsx")
+    const build = instructions.slice(0, stageStarts.at(-1))
+    expect(build.some((i) => i.keyword === "RUN" && /npm prune --omit=dev/.test(i.args))).toBe(true)
+    expect(runtime.some((i) => i.keyword === "COPY" && /^--from=build \/app\/node_modules /.test(i.args))).toBe(true)
+    // The compiled loader (no tsx registered by the launcher) registers it for a .ts plugin.
+    expect(readFileSync("src/strategy/Loader.ts", "utf8")).toMatch(/import\("tsx\/esm\/api"\)/)
+  })
+
   it("keeps data in a volume the unprivileged user owns and checks health on SVC_HEALTH_PORT", () => {
     expect(dockerfile).toMatch(/SVC_DATABASE_PATH=\/app\/data\//)
     expect(dockerfile).toMatch(/VOLUME \["\/app\/data"\]/)
