@@ -8,6 +8,7 @@ import { configCommand } from "../../src/cli/config.js"
 import { dataCommand } from "../../src/cli/data.js"
 import { CliError } from "../../src/cli/errors.js"
 import * as Log from "../../src/log/Logger.js"
+import { optimizeCommand } from "../../src/cli/optimize.js"
 import { runCommand } from "../../src/cli/run.js"
 import { signCommand } from "../../src/cli/sign.js"
 import { statusCommand } from "../../src/cli/status.js"
@@ -18,7 +19,7 @@ import { venueCommand } from "../../src/venue/cli.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, dataCommand, ...clientCommands, configCommand, signCommand, venueCommand])
+  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, optimizeCommand, dataCommand, ...clientCommands, configCommand, signCommand, venueCommand])
 )
 
 const cli = Command.run(svcbot, { name: "svcbot", version: "0.1.0" })

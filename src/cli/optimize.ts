@@ -1,0 +1,312 @@
+/**
+ * `svcbot optimize`: searches a strategy's params over a space file (grid or
+ * random, with successive halving and constraints), optionally walk-forward,
+ * stores every trial's result in a results database, shows a stored run as a
+ * table and an HTML page, and writes the winner into a config as a new instance.
+ */
+import { readFileSync, writeFileSync } from "node:fs"
+import { availableParallelism } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Either, Option } from "effect"
+import { describeData, type JobSpec, parseBalances, parseDataSpec, parseFees, prepare, type PreparedJob, readParams } from "../backtest/Job.js"
+import { loadConfig } from "../config/Load.js"
+import { type Config, type StrategyInstanceConfig } from "../config/Config.js"
+import { parse, stringify } from "../domain/Json.js"
+import { insertInstance } from "../optimize/Instance.js"
+import { heatMapOf, renderPage } from "../optimize/Page.js"
+import { ResultsStore } from "../optimize/Results.js"
+import { inProcessRunner, recordedRunner, startWorkerRunner, type TrialRunner } from "../optimize/Runner.js"
+import { foldWindows, optimiseWindow, parseWalkForward, type RankedCandidate, walkForward } from "../optimize/Search.js"
+import { candidates, parseSpace } from "../optimize/Space.js"
+import { outcomeJson, outcomeText, type RunOutcome } from "../optimize/Summary.js"
+import { studyOf } from "../optimize/Trial.js"
+import { parseTime } from "./backtest.js"
+import { CliError, usageError } from "./errors.js"
+
+/** Where the results database goes without --db: next to a CSV, else here. */
+const DEFAULT_RESULTS_DB = "data/optimize.db"
+
+const fromEither = <A, E extends { readonly message: string }>(either: Either.Either<A, E>): Effect.Effect<A, CliError> =>
+  Either.match(either, { onLeft: (e) => Effect.fail(usageError(e.message)), onRight: Effect.succeed })
+
+const failure = (cause: unknown): CliError => new CliError({ message: cause instanceof Error ? cause.message : String(cause), exitCode: 1 })
+
+const options = {
+  space: Options.text("space").pipe(Options.optional, Options.withDescription("the search space file: params (lists, {min, max, step} ranges, fixed values), rankBy, search, samples, halving, constraints")),
+  strategy: Options.text("strategy").pipe(Options.optional, Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
+  config: Options.text("config").pipe(Options.optional, Options.withDescription("a daemon config: with --instance, the instance to optimise; with --write-instance, the file the winner is written into")),
+  instance: Options.text("instance").pipe(Options.optional, Options.withDescription("the strategies[].id of the --config instance whose strategy, symbol, params (the base the space overrides), schedule and allocation are used")),
+  params: Options.text("params").pipe(Options.optional, Options.withDescription("base params the space overrides: inline JSON or a JSON file (default: the --instance's, else {})")),
+  data: Options.text("data").pipe(Options.optional, Options.withDescription("OHLCV CSV file")),
+  synthetic: Options.text("synthetic").pipe(Options.optional, Options.withDescription("the venue's seeded synthetic tape as SEED:CANDLES, e.g. 42:43200")),
+  from: Options.text("from").pipe(Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date")),
+  to: Options.text("to").pipe(Options.optional, Options.withDescription("last candle open time (exclusive): epoch ms or UTC date")),
+  symbol: Options.text("symbol").pipe(Options.withDefault("BTCUSDT"), Options.withDescription("the venue pair whose rules apply")),
+  balances: Options.text("balances").pipe(Options.withDefault('{"USDT": "10000"}'), Options.withDescription("starting balances as JSON (an --instance's allocation takes their place)")),
+  fees: Options.text("fees").pipe(Options.optional, Options.withDescription("fee rate for maker and taker (0.001) or MAKER,TAKER; the venue's by default")),
+  settleMs: Options.integer("settle-ms").pipe(Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement")),
+  schedule: Options.text("schedule").pipe(Options.optional, Options.withDescription("cron expression firing the strategy's schedule timer")),
+  threads: Options.integer("threads").pipe(Options.optional, Options.withDescription("worker threads (default: the number of cores; 0 runs every trial on the main thread)")),
+  seed: Options.integer("seed").pipe(Options.withDefault(1), Options.withDescription("seed of a random search: the same seed draws the same candidates")),
+  walkForward: Options.text("walk-forward").pipe(Options.optional, Options.withDescription("TRAIN:TEST (units h, d, w), e.g. 90d:30d: optimise on each training window, score the winner on the test window after it")),
+  json: Options.boolean("json").pipe(Options.withDescription("print the run as one JSON object: ranked (params, metrics), and folds with walk-forward")),
+  db: Options.text("db").pipe(Options.optional, Options.withDescription(`the results database (default: optimize.db next to the --data file, else ${DEFAULT_RESULTS_DB})`)),
+  show: Options.integer("show").pipe(Options.optional, Options.withDescription("print stored run RUN's ranked table and write its HTML page instead of running")),
+  html: Options.text("html").pipe(Options.optional, Options.withDescription("where the HTML page goes (default with --show: optimize-run-RUN.html next to the results database)")),
+  heatmap: Options.text("heatmap").pipe(Options.optional, Options.withDescription("the two params of the page's heat map as X,Y (default: the first two that vary)")),
+  writeInstance: Options.text("write-instance").pipe(Options.optional, Options.withDescription("write the best candidate into --config as a new strategy instance with this id (written disabled)"))
+}
+
+type Flags = Command.Command.ParseConfig<typeof options>
+
+const resultsPath = (flags: Flags): string =>
+  Option.getOrElse(flags.db, () => (Option.isSome(flags.data) ? join(dirname(resolve(flags.data.value)), "optimize.db") : DEFAULT_RESULTS_DB))
+
+const withStore = <A, E>(path: string, use: (store: ResultsStore) => Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
+  Effect.acquireUseRelease(Effect.try({ try: () => ResultsStore.open(path), catch: failure }), use, (store) => Effect.sync(() => store.close()))
+
+const readText = (path: string, what: string): Effect.Effect<string, CliError> =>
+  Effect.try({
+    try: () => readFileSync(path, "utf8"),
+    catch: (cause) => usageError(`cannot read ${what} ${path}: ${(cause as NodeJS.ErrnoException).code ?? String(cause)}`)
+  })
+
+const writeText = (path: string, text: string, what: string): Effect.Effect<void, CliError> =>
+  Effect.try({ try: () => writeFileSync(path, text), catch: (cause) => failure(`cannot write ${what} ${path}: ${String(cause)}`) })
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
+
+interface Subject {
+  readonly config?: Config
+  readonly instance?: StrategyInstanceConfig
+  /** The instance's entry exactly as the config file writes it, for --write-instance. */
+  readonly instanceEntry?: Record<string, unknown>
+}
+
+/** The --config instance, by id; with its entry as written in the file. */
+const subjectOf = (flags: Flags): Effect.Effect<Subject, CliError> =>
+  Effect.gen(function* () {
+    if (Option.isNone(flags.instance)) return {}
+    if (Option.isNone(flags.config)) return yield* Effect.fail(usageError("--instance names an instance of a config: give --config FILE too"))
+    const path = flags.config.value
+    const id = flags.instance.value
+    const config = yield* loadConfig(path).pipe(Effect.mapError((e) => usageError(e.message)))
+    const instance = config.strategies.find((s) => s.id === id)
+    if (instance === undefined) {
+      return yield* Effect.fail(usageError(`no strategy instance ${id} in ${path}; its instances: ${config.strategies.map((s) => s.id).join(", ") || "none"}`))
+    }
+    const raw = parse(yield* readText(path, "the config")) as { strategies?: ReadonlyArray<Record<string, unknown>> }
+    const instanceEntry = raw.strategies?.find((entry) => entry.id === instance.id)
+    return { config, instance, ...(instanceEntry === undefined ? {} : { instanceEntry }) }
+  })
+
+const optionalTime = (value: Option.Option<string>, flag: string): Effect.Effect<number | undefined, CliError> =>
+  Option.isNone(value) ? Effect.succeed(undefined) : fromEither(parseTime(value.value, flag))
+
+const jobSpecOf = (flags: Flags, instance: StrategyInstanceConfig | undefined): Effect.Effect<JobSpec, CliError> =>
+  Effect.gen(function* () {
+    const strategy = instance?.strategy ?? Option.getOrUndefined(flags.strategy)
+    if (strategy === undefined) return yield* Effect.fail(usageError("give --strategy NAME (a shipped strategy or a plugin file), or --config FILE --instance NAME"))
+    const data = yield* fromEither(parseDataSpec(Option.getOrUndefined(flags.data), Option.getOrUndefined(flags.synthetic)))
+    const balances =
+      instance?.allocation !== undefined
+        ? Object.fromEntries(Object.entries(instance.allocation).map(([asset, amount]) => [asset, amount.toFixed()]))
+        : yield* fromEither(parseBalances(flags.balances))
+    const fees = Option.isSome(flags.fees) ? yield* fromEither(parseFees(flags.fees.value)) : undefined
+    const fromMs = yield* optionalTime(flags.from, "--from")
+    const toMs = yield* optionalTime(flags.to, "--to")
+    if (flags.settleMs < 0 || flags.settleMs > 60_000) return yield* Effect.fail(usageError("--settle-ms must be from 0 to 60000"))
+    const schedule = Option.getOrUndefined(flags.schedule) ?? instance?.schedule
+    return {
+      strategy,
+      data,
+      symbol: instance?.symbol ?? flags.symbol,
+      balances,
+      ...(fees === undefined ? {} : { fees }),
+      settleDelayMs: flags.settleMs,
+      ...(fromMs === undefined ? {} : { fromMs }),
+      ...(toMs === undefined ? {} : { toMs }),
+      ...(schedule === undefined ? {} : { schedule }),
+      cwd: process.cwd()
+    }
+  })
+
+/** What a run stores about its setup: enough to show it and to write its winner as an instance. */
+interface RunSettings {
+  readonly spec: JobSpec
+  readonly space: string
+  readonly seed: number
+  readonly walkForward: string | null
+  /** The optimised instance's config entry (lossless JSON text), or null for --strategy. */
+  readonly instanceEntry: string | null
+}
+
+const progress = (line: string): void => {
+  process.stderr.write(`${line}\n`)
+}
+
+const openRunner = (spec: JobSpec, job: PreparedJob, threads: number): Effect.Effect<TrialRunner, CliError> =>
+  threads === 0 ? Effect.succeed(inProcessRunner(job)) : Effect.tryPromise({ try: () => startWorkerRunner(spec, threads), catch: failure })
+
+const runOptimisation = (flags: Flags) =>
+  Effect.gen(function* () {
+    if (Option.isNone(flags.space)) return yield* Effect.fail(usageError("give --space FILE (the params to search), or --show RUN to show a stored run"))
+    const subject = yield* subjectOf(flags)
+    const spec = yield* jobSpecOf(flags, subject.instance)
+    const spacePath = resolve(flags.space.value)
+    const spaceText = yield* readText(spacePath, "the space file")
+    const space = yield* fromEither(parseSpace(spaceText, flags.space.value))
+    const walk = Option.isSome(flags.walkForward) ? yield* fromEither(parseWalkForward(flags.walkForward.value)) : undefined
+    const threads = Option.getOrElse(flags.threads, () => availableParallelism())
+    if (threads < 0) return yield* Effect.fail(usageError("--threads must be 0 (the main thread only) or more"))
+    const configPath = Option.getOrUndefined(flags.config)
+    const newId = Option.getOrUndefined(flags.writeInstance)
+    if (newId !== undefined) {
+      if (configPath === undefined) return yield* Effect.fail(usageError("--write-instance writes into a config: give --config FILE too"))
+      // Refused before the search rather than after it: a taken id would waste the whole run.
+      const config = subject.config ?? (yield* loadConfig(configPath).pipe(Effect.mapError((e) => usageError(e.message))))
+      if (config.strategies.some((s) => s.id === newId)) {
+        return yield* Effect.fail(usageError(`${configPath} already has a strategy instance "${newId}"; choose a new id for --write-instance`))
+      }
+    }
+    const base = Option.isSome(flags.params) ? yield* fromEither(readParams(flags.params.value, spec.cwd)) : (subject.instance?.params ?? {})
+    if (!isObject(base)) return yield* Effect.fail(usageError(`the base params must be a JSON object, e.g. {"quoteQty": "100"}`))
+    const job = yield* prepare(spec).pipe(Effect.mapError((e) => usageError(e.message)))
+    const study = studyOf(job)
+    const whole = { fromMs: study.fromMs, toMs: study.toMs }
+    const folds = walk === undefined ? undefined : yield* fromEither(foldWindows(whole, walk))
+    const tried = candidates(space, base, flags.seed)
+    const settings: RunSettings = {
+      spec,
+      space: spaceText,
+      seed: flags.seed,
+      walkForward: walk?.text ?? null,
+      instanceEntry: subject.instanceEntry === undefined ? null : stringify(subject.instanceEntry)
+    }
+    const dbPath = resultsPath(flags)
+    const outcome = yield* withStore(dbPath, (store) =>
+      Effect.gen(function* () {
+        const runId = store.startRun({
+          createdAtMs: Date.now(),
+          strategy: study.strategy,
+          sourceHash: study.sourceHash,
+          data: describeData(spec.data),
+          dataHash: study.dataHash,
+          symbol: spec.symbol,
+          settings
+        })
+        const search = { objective: space.rankBy, constraints: space.constraints, ...(space.halving === undefined ? {} : { halving: space.halving }) }
+        const found = yield* Effect.acquireUseRelease(
+          openRunner(spec, job, Math.min(threads, tried.length)),
+          (runner) => {
+            const recorded = recordedRunner(runner, store, runId)
+            return Effect.tryPromise({
+              try: async () => {
+                if (folds === undefined) {
+                  const window = await optimiseWindow(study, recorded, tried, search, whole, (rung, rungs, count) =>
+                    progress(`slice ${rung + 1}/${rungs}: ${count} candidates`)
+                  )
+                  return { ranked: window.ranked, trials: window.trials }
+                }
+                const walked = await walkForward(study, recorded, tried, search, folds, (index, count) => progress(`fold ${index + 1}/${count}`))
+                return { ranked: walked.latest.ranked, trials: walked.trials, folds: walked.folds }
+              },
+              catch: failure
+            })
+          },
+          (runner) => Effect.promise(() => runner.close())
+        )
+        const outcome: RunOutcome = {
+          runId,
+          strategy: study.strategy,
+          symbol: spec.symbol,
+          data: describeData(spec.data),
+          objective: space.rankBy,
+          window: whole,
+          candidates: tried.length,
+          trials: found.trials,
+          search: space.search,
+          seed: flags.seed,
+          ...(space.halving === undefined ? {} : { halving: space.halving }),
+          constraints: space.constraints,
+          ranked: found.ranked,
+          ...(found.folds === undefined ? {} : { walkForward: { spec: walk!.text, folds: found.folds, overfitFolds: found.folds.filter((f) => f.overfit).length } })
+        }
+        store.finishRun(runId, outcome)
+        return outcome
+      })
+    )
+    if (Option.isSome(flags.html)) yield* writePage(dbPath, outcome, flags)
+    if (newId !== undefined && configPath !== undefined) yield* writeInstance(configPath, newId, outcome, settings)
+    yield* Console.log(flags.json ? outcomeJson(outcome) : `${outcomeText(outcome)}\nresults: ${resolve(dbPath)}`)
+  })
+
+const heatmapChoice = (flags: Flags): Effect.Effect<readonly [string, string] | undefined, CliError> => {
+  if (Option.isNone(flags.heatmap)) return Effect.succeed(undefined)
+  const parts = flags.heatmap.value.split(",").map((p) => p.trim())
+  return parts.length === 2 && parts.every((p) => p !== "")
+    ? Effect.succeed([parts[0]!, parts[1]!] as const)
+    : Effect.fail(usageError(`--heatmap must name two params as X,Y, e.g. fastPeriod,slowPeriod; got "${flags.heatmap.value}"`))
+}
+
+const writePage = (dbPath: string, outcome: RunOutcome, flags: Flags) =>
+  Effect.gen(function* () {
+    const chosen = yield* heatmapChoice(flags)
+    const results = yield* withStore(dbPath, (store) => Effect.sync(() => store.results(outcome.runId)))
+    const map = heatMapOf(results, outcome.objective, chosen)
+    if (Either.isLeft(map) && chosen !== undefined) return yield* Effect.fail(usageError(map.left.message))
+    const path = resolve(Option.getOrElse(flags.html, () => join(dirname(resolve(dbPath)), `optimize-run-${outcome.runId}.html`)))
+    yield* writeText(path, renderPage(outcome, map), "the page")
+    return path
+  })
+
+/** The winner as a new instance of `configPath`: the optimised instance's entry (or the run's setup) with the winner's params, disabled. */
+const writeInstance = (configPath: string, id: string, outcome: RunOutcome, settings: RunSettings) =>
+  Effect.gen(function* () {
+    const best: RankedCandidate | undefined = outcome.ranked[0]
+    if (best === undefined || best.error !== undefined || best.objective === null) {
+      return yield* Effect.fail(new CliError({ message: `run #${outcome.runId} has no candidate with a ${outcome.objective} to write as an instance`, exitCode: 1 }))
+    }
+    if (!best.feasible) {
+      return yield* Effect.fail(new CliError({ message: `run #${outcome.runId}'s best candidate breaks its constraints (${best.violations.join("; ")}); nothing was written`, exitCode: 1 }))
+    }
+    const spec = settings.spec
+    const from = settings.instanceEntry === null ? undefined : (parse(settings.instanceEntry) as Record<string, unknown>)
+    const { id: _id, params: _params, enabled: _enabled, ...rest } = from ?? {
+      strategy: spec.strategy,
+      symbol: spec.symbol,
+      ...(spec.schedule === undefined ? {} : { schedule: spec.schedule }),
+      allocation: spec.balances
+    }
+    // Written disabled: its allocation is taken beside the others only once someone enables it.
+    const instance = { id, ...rest, params: parse(best.params), enabled: false }
+    const path = resolve(configPath)
+    const text = yield* readText(path, "the config")
+    const updated = yield* fromEither(insertInstance(text, configPath, instance))
+    yield* writeText(path, updated, "the config")
+    yield* Console.error(`wrote instance ${id} (disabled) into ${configPath}: ${best.params}`)
+  })
+
+const showRun = (flags: Flags, runId: number) =>
+  Effect.gen(function* () {
+    const dbPath = resultsPath(flags)
+    const stored = yield* withStore(dbPath, (store) => Effect.sync(() => ({ run: store.run(runId), known: store.runIds() })))
+    if (stored.run === undefined) {
+      return yield* Effect.fail(usageError(`no optimisation run #${runId} in ${dbPath}; its runs: ${stored.known.slice(0, 20).join(", ") || "none"} (give the results database with --db)`))
+    }
+    if (stored.run.outcome === undefined) {
+      return yield* Effect.fail(new CliError({ message: `run #${runId} in ${dbPath} did not finish (its trial results are stored; run the optimisation again)`, exitCode: 1 }))
+    }
+    const outcome = stored.run.outcome as RunOutcome
+    const page = yield* writePage(dbPath, outcome, flags)
+    if (Option.isSome(flags.writeInstance)) {
+      if (Option.isNone(flags.config)) return yield* Effect.fail(usageError("--write-instance writes into a config: give --config FILE too"))
+      yield* writeInstance(flags.config.value, flags.writeInstance.value, outcome, stored.run.settings as RunSettings)
+    }
+    yield* Console.log(flags.json ? outcomeJson(outcome) : `${outcomeText(outcome, 20)}\npage: ${page}`)
+  })
+
+export const optimizeCommand = Command.make("optimize", options, (flags) =>
+  Option.isSome(flags.show) ? showRun(flags, flags.show.value) : runOptimisation(flags)
+).pipe(Command.withDescription("Search a strategy's params over a space file (grid or random, successive halving, constraints, walk-forward) and store, show and deploy the results"))

@@ -1,0 +1,172 @@
+/**
+ * The results of optimisation runs, in a SQLite file of their own: one row per
+ * run (its settings, and once finished its ranked candidates and walk-forward
+ * folds) and one row per trial result, keyed by run id and trial key and written
+ * once. The schema is this module's; the daemon's migrations never touch the file.
+ */
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import BetterSqlite3 from "better-sqlite3"
+import { Data } from "effect"
+import type { MetricsJson } from "./Objective.js"
+import type { Trial, TrialResult } from "./Trial.js"
+
+export class ResultsUnavailable extends Data.TaggedError("ResultsUnavailable")<{ readonly message: string }> {}
+
+const SCHEMA_VERSION = 1
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS optimize_runs (
+  run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at_ms INTEGER NOT NULL,
+  strategy TEXT NOT NULL,
+  source_hash TEXT NOT NULL,
+  data TEXT NOT NULL,
+  data_hash TEXT NOT NULL,
+  symbol TEXT NOT NULL,
+  settings TEXT NOT NULL,
+  outcome TEXT
+);
+CREATE TABLE IF NOT EXISTS optimize_results (
+  run_id INTEGER NOT NULL REFERENCES optimize_runs(run_id),
+  job_key TEXT NOT NULL,
+  params TEXT NOT NULL,
+  from_ms INTEGER NOT NULL,
+  to_ms INTEGER NOT NULL,
+  metrics TEXT,
+  error TEXT,
+  PRIMARY KEY (run_id, job_key)
+) WITHOUT ROWID;
+`
+
+/** What a run records about itself when it starts. */
+export interface RunHeader {
+  readonly createdAtMs: number
+  readonly strategy: string
+  readonly sourceHash: string
+  readonly data: string
+  readonly dataHash: string
+  readonly symbol: string
+  /** The run's settings as JSON-safe values (space, objective, seed, job spec...). */
+  readonly settings: unknown
+}
+
+export interface StoredRun extends RunHeader {
+  readonly runId: number
+  /** What the run found, once it finished. */
+  readonly outcome: unknown
+}
+
+export interface StoredResult {
+  readonly key: string
+  readonly params: string
+  readonly fromMs: number
+  readonly toMs: number
+  readonly metrics?: MetricsJson
+  readonly error?: string
+}
+
+interface ResultRow {
+  readonly job_key: string
+  readonly params: string
+  readonly from_ms: number
+  readonly to_ms: number
+  readonly metrics: string | null
+  readonly error: string | null
+}
+
+const resultOf = (row: ResultRow): StoredResult => ({
+  key: row.job_key,
+  params: row.params,
+  fromMs: row.from_ms,
+  toMs: row.to_ms,
+  ...(row.metrics === null ? {} : { metrics: JSON.parse(row.metrics) as MetricsJson }),
+  ...(row.error === null ? {} : { error: row.error })
+})
+
+export class ResultsStore {
+  private constructor(private readonly db: BetterSqlite3.Database) {}
+
+  /** Opens (creating when missing) the results file; refuses one written by a newer svcbot. */
+  static open(path: string): ResultsStore {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true })
+    let db: BetterSqlite3.Database | undefined
+    try {
+      db = new BetterSqlite3(path)
+      db.pragma("journal_mode = WAL")
+      db.pragma("foreign_keys = ON")
+      db.pragma("busy_timeout = 5000")
+      const version = db.pragma("user_version", { simple: true }) as number
+      if (version > SCHEMA_VERSION) throw new Error(`it was written by a newer svcbot (schema ${version}, this one reads ${SCHEMA_VERSION})`)
+      db.exec(SCHEMA)
+      db.pragma(`user_version = ${SCHEMA_VERSION}`)
+      return new ResultsStore(db)
+    } catch (cause) {
+      db?.close()
+      throw new ResultsUnavailable({ message: `cannot open the results database ${path}: ${cause instanceof Error ? cause.message : String(cause)}` })
+    }
+  }
+
+  close(): void {
+    this.db.close()
+  }
+
+  startRun(header: RunHeader): number {
+    const info = this.db
+      .prepare("INSERT INTO optimize_runs (created_at_ms, strategy, source_hash, data, data_hash, symbol, settings) VALUES (?, ?, ?, ?, ?, ?, ?)")
+      .run(header.createdAtMs, header.strategy, header.sourceHash, header.data, header.dataHash, header.symbol, JSON.stringify(header.settings))
+    return Number(info.lastInsertRowid)
+  }
+
+  finishRun(runId: number, outcome: unknown): void {
+    this.db.prepare("UPDATE optimize_runs SET outcome = ? WHERE run_id = ?").run(JSON.stringify(outcome), runId)
+  }
+
+  run(runId: number): StoredRun | undefined {
+    const row = this.db.prepare("SELECT * FROM optimize_runs WHERE run_id = ?").get(runId) as
+      | { run_id: number; created_at_ms: number; strategy: string; source_hash: string; data: string; data_hash: string; symbol: string; settings: string; outcome: string | null }
+      | undefined
+    return row === undefined
+      ? undefined
+      : {
+          runId: row.run_id,
+          createdAtMs: row.created_at_ms,
+          strategy: row.strategy,
+          sourceHash: row.source_hash,
+          data: row.data,
+          dataHash: row.data_hash,
+          symbol: row.symbol,
+          settings: JSON.parse(row.settings) as unknown,
+          outcome: row.outcome === null ? undefined : (JSON.parse(row.outcome) as unknown)
+        }
+  }
+
+  /** The newest runs first, for a listing. */
+  runIds(): ReadonlyArray<number> {
+    return (this.db.prepare("SELECT run_id FROM optimize_runs ORDER BY run_id DESC").all() as Array<{ run_id: number }>).map((r) => r.run_id)
+  }
+
+  result(runId: number, key: string): TrialResult | undefined {
+    const row = this.db.prepare("SELECT * FROM optimize_results WHERE run_id = ? AND job_key = ?").get(runId, key) as ResultRow | undefined
+    if (row === undefined) return undefined
+    const { params: _params, fromMs: _from, toMs: _to, ...result } = resultOf(row)
+    return result
+  }
+
+  results(runId: number): ReadonlyArray<StoredResult> {
+    return (this.db.prepare("SELECT * FROM optimize_results WHERE run_id = ? ORDER BY from_ms, to_ms, params").all(runId) as Array<ResultRow>).map(resultOf)
+  }
+
+  /** Writes each trial's result once, in one transaction: a key already stored for the run keeps its first result. */
+  record(runId: number, trials: ReadonlyArray<Trial>, results: ReadonlyArray<TrialResult>): void {
+    const insert = this.db.prepare(
+      "INSERT INTO optimize_results (run_id, job_key, params, from_ms, to_ms, metrics, error) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, job_key) DO NOTHING"
+    )
+    this.db.transaction(() => {
+      trials.forEach((trial, i) => {
+        const result = results[i]!
+        insert.run(runId, trial.key, trial.params, trial.fromMs, trial.toMs, result.metrics === undefined ? null : JSON.stringify(result.metrics), result.error ?? null)
+      })
+    })()
+  }
+}

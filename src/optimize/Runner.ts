@@ -1,0 +1,139 @@
+/**
+ * Where trials run. The search hands a runner a batch of trials and gets their
+ * results back in the same order; it never sees threads. Two local runners: this
+ * thread (`inProcessRunner`), and a pool of worker threads that each prepare the
+ * job once (`startWorkerRunner`). A runner for remote workers answers the same
+ * interface, and `recordedRunner` puts the results store in front of any of them.
+ */
+import { Worker } from "node:worker_threads"
+import type { JobSpec, PreparedJob } from "../backtest/Job.js"
+import type { ResultsStore } from "./Results.js"
+import { runTrial, type Trial, type TrialResult } from "./Trial.js"
+
+export interface TrialRunner {
+  /** Runs every trial; the results come in the order of the trials. */
+  readonly run: (trials: ReadonlyArray<Trial>) => Promise<ReadonlyArray<TrialResult>>
+  readonly close: () => Promise<void>
+}
+
+/** A message from a trial worker. */
+export type WorkerAnswer =
+  | { readonly type: "ready" }
+  | { readonly type: "failed"; readonly message: string }
+  | { readonly type: "result"; readonly slot: number; readonly result: TrialResult }
+
+export class RunnerFailed extends Error {
+  override readonly name = "RunnerFailed"
+}
+
+/** Runs trials one after another on this thread. */
+export const inProcessRunner = (job: PreparedJob): TrialRunner => ({
+  run: (trials) => Promise.resolve(trials.map((trial) => runTrial(job, trial))),
+  close: () => Promise.resolve()
+})
+
+/** A worker from this module's sibling file; from TypeScript sources the thread registers the tsx loader first. */
+const startWorker = (spec: JobSpec): Worker => {
+  const here = import.meta.url
+  if (!here.endsWith(".ts")) return new Worker(new URL("./TrialWorker.js", here), { workerData: spec })
+  const tsxApi = import.meta.resolve("tsx/esm/api")
+  const entry = new URL("./TrialWorker.ts", here).href
+  return new Worker(`import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, workerData: spec })
+}
+
+interface Batch {
+  readonly trials: ReadonlyArray<Trial>
+  readonly results: Array<TrialResult>
+  next: number
+  done: number
+  readonly resolve: (results: ReadonlyArray<TrialResult>) => void
+  readonly reject: (error: Error) => void
+}
+
+/**
+ * Starts `threads` workers and waits until each has prepared the job; fails with the job's
+ * own problem (an unknown strategy, unreadable data) when they cannot. One batch runs at a time.
+ */
+export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<TrialRunner> =>
+  new Promise((resolveStart, rejectStart) => {
+    const workers: Array<Worker> = []
+    let ready = 0
+    let started = false
+    let broken: Error | undefined
+    let batch: Batch | undefined
+    const fail = (error: Error) => {
+      if (broken !== undefined) return
+      broken = error
+      for (const worker of workers) void worker.terminate()
+      if (!started) rejectStart(error)
+      batch?.reject(error)
+      batch = undefined
+    }
+    const feed = (worker: Worker) => {
+      const current = batch
+      if (current === undefined || current.next >= current.trials.length) return
+      const slot = current.next++
+      worker.postMessage({ slot, trial: current.trials[slot] })
+    }
+    const runner: TrialRunner = {
+      run: (trials) =>
+        new Promise((resolve, reject) => {
+          if (broken !== undefined) return reject(broken)
+          if (batch !== undefined) return reject(new RunnerFailed("a batch is already running on this runner"))
+          if (trials.length === 0) return resolve([])
+          batch = { trials, results: new Array<TrialResult>(trials.length), next: 0, done: 0, resolve, reject }
+          for (const worker of workers) feed(worker)
+        }),
+      close: async () => {
+        broken ??= new RunnerFailed("the runner is closed")
+        await Promise.all(workers.map((worker) => worker.terminate()))
+      }
+    }
+    for (let w = 0; w < Math.max(1, threads); w++) {
+      const worker = startWorker(spec)
+      workers.push(worker)
+      worker.on("message", (message: WorkerAnswer) => {
+        if (message.type === "failed") return fail(new RunnerFailed(message.message))
+        if (message.type === "ready") {
+          if (++ready === workers.length) {
+            started = true
+            resolveStart(runner)
+          }
+          return
+        }
+        const current = batch
+        if (current === undefined) return
+        current.results[message.slot] = message.result
+        if (++current.done === current.trials.length) {
+          batch = undefined
+          current.resolve(current.results)
+        } else feed(worker)
+      })
+      worker.on("error", (error) => fail(error))
+      worker.on("exit", (code) => {
+        if (code !== 0) fail(new RunnerFailed(`a trial worker exited with code ${code}`))
+      })
+    }
+  })
+
+/**
+ * The results store in front of a runner: a trial whose key already has a result in this run
+ * is read back instead of run, a key met twice in one batch runs once, and each new result is
+ * written once (a second write of a key is ignored), so re-running a run's trial writes nothing twice.
+ */
+export const recordedRunner = (runner: TrialRunner, store: ResultsStore, runId: number): TrialRunner => ({
+  run: async (trials) => {
+    const known = new Map<string, TrialResult>()
+    for (const trial of trials) {
+      const stored = store.result(runId, trial.key)
+      if (stored !== undefined) known.set(trial.key, stored)
+    }
+    const missing = new Map<string, Trial>()
+    for (const trial of trials) if (!known.has(trial.key) && !missing.has(trial.key)) missing.set(trial.key, trial)
+    const fresh = await runner.run([...missing.values()])
+    store.record(runId, [...missing.values()], fresh)
+    for (const result of fresh) known.set(result.key, result)
+    return trials.map((trial) => known.get(trial.key)!)
+  },
+  close: runner.close
+})
