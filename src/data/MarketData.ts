@@ -131,6 +131,28 @@ const pageOf = (market: Market, limit: number, beforeMs: number, paging: Paging,
   })
 
 /**
+ * Where the venue's candles start in [fromMs, toMs) when it has none before `fromMs`: an open
+ * time at most a page before its first candle there, found by halving the range with
+ * single-candle pages; undefined when it has none in the range. A venue keeps a limited
+ * history, and a `--from` years before it would otherwise cost a request per empty page.
+ */
+const historyStart = (market: Market, fromMs: number, toMs: number, paging: Paging, tally: Tally): Effect.Effect<number | undefined, SvcError, SvcClient> =>
+  Effect.gen(function* () {
+    const [newest] = yield* pageOf(market, 1, toMs, paging, tally)
+    if (newest === undefined) return undefined
+    // Nothing opens before `lo`; a candle opens at `hi`.
+    let lo = fromMs
+    let hi = Math.max(fromMs, newest.openTime)
+    while (hi - lo > paging.pageSize * market.stepMs) {
+      const mid = lo + Math.max(1, Math.floor((hi - lo) / 2 / market.stepMs)) * market.stepMs
+      const [before] = yield* pageOf(market, 1, mid, paging, tally)
+      if (before === undefined) lo = mid
+      else hi = Math.max(lo, before.openTime)
+    }
+    return lo
+  })
+
+/**
  * Appends to `file` every candle the venue has that opens in [fromMs, toMs), page by page
  * in time order. Where the venue has no candles the file has a gap, noted in the tally.
  */
@@ -159,7 +181,8 @@ export const fetchInto = (
         }
       }
       tally.gaps.push(...file.append(rows))
-      cursor = windowEnd
+      // An empty answer: the venue has nothing before the window's end, so its history starts later.
+      cursor = page.length === 0 && windowEnd < toMs ? ((yield* historyStart(market, windowEnd, toMs, paging, tally)) ?? toMs) : windowEnd
       yield* paging.onPage({ cursorMs: cursor, requests: tally.requests })
     }
   })
