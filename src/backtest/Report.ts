@@ -74,23 +74,22 @@ const envelope = (values: ArrayLike<number>): ReadonlyArray<number> | undefined 
 const shortNumber = (value: number): number | null => (Number.isFinite(value) ? Number(value.toPrecision(10)) : null)
 
 interface EmbeddedSeries {
-  /** Time in candle intervals after the first candle's open. */
-  readonly x: ReadonlyArray<number>
+  /**
+   * Time in candle intervals after the first candle's open; absent when the series has a point
+   * for every candle, whose times the page then takes from `closeTimes` (once, for all such series).
+   */
+  readonly x?: ReadonlyArray<number>
   readonly y: ReadonlyArray<number | null>
 }
 
-const embed = (x: (i: number) => number, values: ArrayLike<number>): EmbeddedSeries => {
+const embed = (x: (i: number) => number, values: ArrayLike<number>, digits: (value: number) => number | null = shortNumber): EmbeddedSeries => {
   const picked = envelope(values)
-  const count = picked?.length ?? values.length
-  const xs = new Array<number>(count)
-  const ys = new Array<number | null>(count)
-  for (let k = 0; k < count; k++) {
-    const i = picked === undefined ? k : picked[k]!
-    xs[k] = shortNumber(x(i)) ?? 0
-    ys[k] = shortNumber(values[i]!)
-  }
-  return { x: xs, y: ys }
+  if (picked === undefined) return { y: Array.from(values, digits) }
+  return { x: picked.map((i) => shortNumber(x(i)) ?? 0), y: picked.map((i) => digits(values[i]!)) }
 }
+
+/** Drawdown in percent: a hundredth of a basis point is finer than any chart. */
+const drawdownNumber = (value: number): number | null => (Number.isFinite(value) ? Number(value.toFixed(4)) : null)
 
 const percent = (value: number | null): string => (value === null ? "n/a" : `${value.toFixed(2)} %`)
 const ratio = (value: number | null): string => (value === null ? "n/a" : value.toFixed(3))
@@ -255,11 +254,13 @@ const chartData = (input: ReportInput, benchmark: BuyAndHold | undefined, trades
     t0,
     step,
     span: n === 0 ? 1 : closeX(n - 1),
+    // Needed only by series embedded whole, which a run longer than MAX_POINTS has none of.
+    closeTimes: n > MAX_POINTS ? [] : Array.from({ length: n }, (_, i) => closeX(i)),
     price: embed(closeX, closes),
     plots: (input.plots ?? []).map((plot, k) => ({ name: plot.name, color: PLOT_COLORS[k % PLOT_COLORS.length]!, ...embed(closeX, plot.values) })),
     equity: embed(markX, equity),
     benchmark: embed(markX, benchmarkMarks),
-    drawdown: embed(markX, drawdown),
+    drawdown: embed(markX, drawdown, drawdownNumber),
     fills: {
       x: fills.map((f) => (f.time - t0) / step),
       price: fills.map((f) => toFloat(f.price)),

@@ -196,6 +196,12 @@ export const CHART_APP = String.raw`
   var TRADE_ROWS = 500;
   var full = { from: 0, to: data.span };
   var view = { from: 0, to: data.span };
+  // Series with a point per candle share one array of times: the closes, and for the equity
+  // marks the first open before them.
+  var markTimes = [0].concat(data.closeTimes);
+  [data.price, data.equity, data.benchmark, data.drawdown].concat(data.plots).forEach(function (series) {
+    if (!series.x) series.x = series.y.length === data.closeTimes.length ? data.closeTimes : markTimes;
+  });
   var timeOf = function (x) { return data.t0 + x * data.step; };
   var fmtTime = function (t) { return new Date(t).toISOString().slice(0, 16).replace("T", " "); };
 
