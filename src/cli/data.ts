@@ -30,6 +30,8 @@ import { CliError, usageError } from "./errors.js"
 
 const iso = (ms: number): string => new Date(ms).toISOString()
 
+const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`
+
 const fromEither = <A>(either: Either.Either<A, string | CliError>): Effect.Effect<A, CliError> =>
   Either.match(either, { onLeft: (e) => Effect.fail(typeof e === "string" ? usageError(e) : e), onRight: Effect.succeed })
 
@@ -91,7 +93,7 @@ const progressPrinter = (label: string, fromMs: number, toMs: number, file: { re
       if (nowMs - printedAtMs < 1000 && cursorMs < toMs) return Effect.void
       printedAtMs = nowMs
       const percent = toMs > fromMs ? Math.floor((100 * (cursorMs - fromMs)) / (toMs - fromMs)) : 100
-      return Console.error(`svcbot data: ${label} ${percent}% (through ${iso(cursorMs)}; ${file.written} candles written, ${requests} requests)`)
+      return Console.error(`svcbot data: ${label} ${percent}% (through ${iso(cursorMs)}; ${counted(file.written, "candle")} written, ${counted(requests, "request")})`)
     })
 }
 
@@ -161,7 +163,7 @@ export const downloadCommand = Command.make(
         if (args.json) return yield* Console.log(JSON.stringify(summary))
         const holds = file.firstOpenTimeMs === undefined || file.lastOpenTimeMs === undefined ? "it holds no candles" : `it holds ${iso(file.firstOpenTimeMs)} to ${iso(file.lastOpenTimeMs)}`
         const resumed = resumeAfterMs === undefined ? "" : `, continued after ${iso(resumeAfterMs)}${file.droppedBytes > 0 ? " (a partial last line was cut off and fetched again)" : ""}`
-        yield* Console.log(`${label}: wrote ${file.written} candles to ${args.out}${resumed}; ${holds}; ${tally.requests} requests`)
+        yield* Console.log(`${label}: wrote ${counted(file.written, "candle")} to ${args.out}${resumed}; ${holds}; ${counted(tally.requests, "request")}`)
       }).pipe(Effect.scoped, Effect.provide(publicClient(baseUrl)))
     }).pipe(Effect.provide(stderrLog))
 ).pipe(Command.withDescription("Download closed candles of a pair into a CSV for backtests; run it again to continue an interrupted download"))
@@ -188,7 +190,7 @@ export const recordCommand = Command.make(
           onPage: () => {
             if (file.written === reported) return Effect.void
             reported = file.written
-            return Console.error(`svcbot data: ${label}: ${file.written} candles recorded, the last of ${iso(file.lastOpenTimeMs!)}`)
+            return Console.error(`svcbot data: ${label}: ${counted(file.written, "candle")} recorded, the last of ${iso(file.lastOpenTimeMs!)}`)
           },
           onRateLimited: rateLimitedLine(label)
         }
@@ -214,7 +216,7 @@ export const recordCommand = Command.make(
           }
           return args.json
             ? Console.log(JSON.stringify(line))
-            : Console.log(`${label}: recorded ${file.written} candles to ${args.out}${file.lastOpenTimeMs === undefined ? "" : `; the last opened ${iso(file.lastOpenTimeMs)}`}`)
+            : Console.log(`${label}: recorded ${counted(file.written, "candle")} to ${args.out}${file.lastOpenTimeMs === undefined ? "" : `; the last opened ${iso(file.lastOpenTimeMs)}`}`)
         })
         yield* Console.error(
           `svcbot data: recording ${label} into ${args.out}${resumeAfterMs === undefined ? "" : ` after its last candle (${iso(resumeAfterMs)})`}; stop with Ctrl-C or SIGTERM`
