@@ -183,7 +183,7 @@ class WindowCount {
   report(window: number, total: number, admittedAtMs: number): number | undefined {
     if (!this.enter(window)) return undefined
     this.reported = Math.max(this.reported, total)
-    this.provisional = this.provisional.filter((charge) => charge.atMs > admittedAtMs)
+    if (this.provisional.length > 0) this.provisional = this.provisional.filter((charge) => charge.atMs > admittedAtMs)
     let low = 0
     let high = this.totals.length
     while (low < high) {
@@ -404,29 +404,41 @@ export class Governor {
 
   private readHeaders(ticket: Ticket, outcome: Extract<Outcome, { _tag: "Answered" }>, now: number): void {
     const names = this.options.headers
-    const header = outcome.header
+    const placed = ticket.demand.placement ? 1 : 0
+    this.readCounts(this.weight, outcome, names.usedWeight1m, names.weightLimit1m, ticket, ticket.weight, now)
+    this.readCounts(this.orders10s, outcome, names.ordersUsed10s, names.ordersLimit10s, ticket, placed, now)
+    this.readCounts(this.orders1d, outcome, names.ordersUsed1d, names.ordersLimit1d, ticket, placed, now)
+  }
+
+  /** Books one window kind's used count and limit from an answer's headers; `amount` is what the request spends of it. */
+  private readCounts(
+    count: WindowCount,
+    outcome: Extract<Outcome, { _tag: "Answered" }>,
+    usedName: string,
+    limitName: string,
+    ticket: Ticket,
+    amount: number,
+    now: number
+  ): void {
     // A refused request is not charged; other answers are (the server counts after authentication).
     const charged = outcome.status < 400
-    const books: ReadonlyArray<readonly [WindowCount, string, string, number]> = [
-      [this.weight, names.usedWeight1m, names.weightLimit1m, ticket.weight],
-      [this.orders10s, names.ordersUsed10s, names.ordersLimit10s, ticket.demand.placement ? 1 : 0],
-      [this.orders1d, names.ordersUsed1d, names.ordersLimit1d, ticket.demand.placement ? 1 : 0]
-    ]
-    for (const [count, usedName, limitName, amount] of books) {
-      const limit = readCount(header, limitName)
-      if (limit !== undefined) count.limit = limit
-      const used = readCount(header, usedName)
-      if (used === undefined) continue
-      const window = count.windowOf(now)
-      if (count.windowOf(ticket.admittedAtMs) !== window) {
-        // Sent in one window and answered in the next: the total may belong to either.
-        if (charged && amount > 0) count.charge(window, amount, now)
-        continue
-      }
-      const bound = count.report(window, used, ticket.admittedAtMs)
-      if (count === this.weight && bound !== undefined && charged) {
-        const previous = this.learned.get(ticket.demand.endpoint)
-        this.learned.set(ticket.demand.endpoint, previous === undefined ? bound : Math.min(previous, bound))
+    const limit = readCount(outcome.header, limitName)
+    if (limit !== undefined) count.limit = limit
+    const used = readCount(outcome.header, usedName)
+    if (used === undefined) return
+    const window = count.windowOf(now)
+    if (count.windowOf(ticket.admittedAtMs) !== window) {
+      // Sent in one window and answered in the next: the total may belong to either.
+      if (charged && amount > 0) count.charge(window, amount, now)
+      return
+    }
+    const bound = count.report(window, used, ticket.admittedAtMs)
+    if (count === this.weight && bound !== undefined && charged) {
+      const endpoint = ticket.demand.endpoint
+      const previous = this.learned.get(endpoint)
+      const learned = previous === undefined ? bound : Math.min(previous, bound)
+      if (learned !== previous) {
+        this.learned.set(endpoint, learned)
         this.heaviest = Math.max(...this.learned.values())
       }
     }
@@ -489,7 +501,16 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
         Deferred.unsafeDone(previous, Exit.void)
       }
 
-      /** Admission without waiting is the common case: decided in one step. */
+      /**
+       * Admission without waiting, the common case, decided at local wall-clock time
+       * `localMs` (the caller's reading of Effect's Clock): the ticket, or undefined
+       * when the request has to wait or is refused, which `admit` then says.
+       */
+      const tryAdmit = (demand: Demand, localMs: number): Ticket | undefined => {
+        const decision = governor.decide(demand, serverTimeAt(localMs))
+        return decision._tag === "Admit" ? decision.ticket : undefined
+      }
+
       const admit = (demand: Demand): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> =>
         Effect.clockWith((local): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> => {
           const decision = governor.decide(demand, serverTimeAt(local.unsafeCurrentTimeMillis()))
@@ -547,22 +568,28 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
           }
         })
 
+      /**
+       * Books how a request ended at local wall-clock time `localMs` and wakes the waiters;
+       * returns the line to log about it (`Effect.void` for an ordinary answer).
+       */
+      const settleAt = (ticket: Ticket, outcome: Outcome, localMs: number): Effect.Effect<void> => {
+        governor.settle(ticket, outcome, serverTimeAt(localMs))
+        notify()
+        const error = outcome._tag === "Answered" ? outcome.error : undefined
+        switch (error?._tag) {
+          case "ApiKeyInvalid":
+            return logEvent("auth.invalid", { endpoint: error.endpoint, nextProbeInMs: governor.options.authProbeIntervalMs })
+          case "RateLimited":
+            return logEvent("rate.limited", { endpoint: error.endpoint, bucket: error.bucket, retryAfter: error.retryAfter })
+          case "AuthBlocked":
+            return logEvent("auth.blocked", { endpoint: error.endpoint, code: error.code, retryAfter: error.retryAfter })
+          default:
+            return Effect.void
+        }
+      }
+
       const settle = (ticket: Ticket, outcome: Outcome): Effect.Effect<void> =>
-        Effect.clockWith((local) => {
-          governor.settle(ticket, outcome, serverTimeAt(local.unsafeCurrentTimeMillis()))
-          notify()
-          const error = outcome._tag === "Answered" ? outcome.error : undefined
-          switch (error?._tag) {
-            case "ApiKeyInvalid":
-              return logEvent("auth.invalid", { endpoint: error.endpoint, nextProbeInMs: governor.options.authProbeIntervalMs })
-            case "RateLimited":
-              return logEvent("rate.limited", { endpoint: error.endpoint, bucket: error.bucket, retryAfter: error.retryAfter })
-            case "AuthBlocked":
-              return logEvent("auth.blocked", { endpoint: error.endpoint, code: error.code, retryAfter: error.retryAfter })
-            default:
-              return Effect.void
-          }
-        })
+        Effect.clockWith((local) => settleAt(ticket, outcome, local.unsafeCurrentTimeMillis()))
 
       const snapshot: Effect.Effect<BudgetSnapshot> = Effect.map(serverNow, (now) => governor.snapshot(now))
       const keyHealth: Effect.Effect<KeyHealth> = Effect.map(serverNow, (now) => governor.keyHealth(now))
@@ -572,7 +599,9 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
 
       return {
         admit,
+        tryAdmit,
         settle,
+        settleAt,
         snapshot,
         keyHealth,
         /** The learned per-endpoint weights, for `doctor` and the status line. */

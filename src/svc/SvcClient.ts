@@ -64,7 +64,7 @@ import { decodeFillsPage, parseFillsAnswer } from "./FillsDecoder.js"
 import { VENUE_IMPLEMENTATION_HEADER, VENUE_STEPS_PATH } from "./VenueIdentity.js"
 import { Scope as KeyScope } from "./ErrorCodes.js"
 import { ServerClock } from "./ServerClock.js"
-import { signRequest } from "./Signer.js"
+import { keySigner } from "./Signer.js"
 
 const WalletRowList = Schema.Array(WalletRow)
 const FundingRowList = Schema.Array(FundingRow)
@@ -151,12 +151,16 @@ interface Call<A> {
   readonly expected?: (error: SvcError) => boolean
 }
 
-type Attempt =
+/** How one attempt ended: its answer decoded, or what the retry policy needs to decide. */
+type Attempt<A> =
+  | { readonly _tag: "Decoded"; readonly value: A }
   | {
       readonly _tag: "Answered"
       readonly status: number
       readonly json: unknown
       readonly error: SvcError | undefined
+      /** Why a successful answer could not be read (set exactly when `error` is not). */
+      readonly unreadable: DecodeError | undefined
       readonly sentAtMs: number
       readonly sentAtLocalMs: number
       readonly receivedAtLocalMs: number
@@ -234,12 +238,12 @@ const utf8Text = (chunks: ReadonlyArray<Buffer>): string => {
 class Exchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined
   private aborted: Error | undefined
-  private done: ((reply: Effect.Effect<Reply>) => void) | undefined
+  private done: ((reply: Reply) => void) | undefined
   private status = 0
   private headers: IncomingHttpHeaders = {}
   private readonly chunks: Array<Buffer> = []
 
-  send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, done: (reply: Effect.Effect<Reply>) => void): void {
+  send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, done: (reply: Reply) => void): void {
     this.done = done
     dispatcher.dispatch(options, this)
   }
@@ -276,7 +280,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private finish(reply: Reply): void {
     const done = this.done
     this.done = undefined
-    done?.(Effect.succeed(reply))
+    done?.(reply)
   }
 }
 
@@ -361,73 +365,97 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const baseUrl = options.baseUrl.replace(/\/+$/, "")
       const origin = new URL(baseUrl).origin
 
-      /** One request on the wire: admitted by the budget, signed with a fresh timestamp, sent, booked. */
-      const attempt = (call: Call<unknown>, wire: Wire): Effect.Effect<Attempt, SvcError> =>
-        call.kind === "public" ? send(call, wire, undefined) : Effect.flatMap(budget.admit(wire.demand), (ticket) => send(call, wire, ticket))
+      const sign = keySigner(apiKey, apiSecret)
+
+      /**
+       * One request on the wire: admitted by the budget, signed with a fresh timestamp, sent,
+       * booked and decoded. A request the budget admits at once (the common case) takes two
+       * steps of its fiber: the admission and the exchange.
+       */
+      const attempt = <A>(call: Call<A>, wire: Wire): Effect.Effect<Attempt<A>, SvcError> =>
+        Effect.clockWith((local) => {
+          if (call.kind === "public") return send(call, wire, undefined, local)
+          const ticket = budget.tryAdmit(wire.demand, local.unsafeCurrentTimeMillis())
+          if (ticket !== undefined) return send(call, wire, ticket, local)
+          return Effect.flatMap(budget.admit(wire.demand), (admitted) => Effect.clockWith((later) => send(call, wire, admitted, later)))
+        })
 
       /**
        * Sends one request, signed when the budget admitted it with a ticket (public reads
-       * need neither), and books how it ended. Local times come from one reading of
-       * Effect's Clock before and one after: a request's steps are few on purpose, since
-       * they run for every request.
+       * need neither). The exchange's end is read, booked and decoded as it arrives, and the
+       * fiber resumed once with the result.
        */
-      const send = (call: Call<unknown>, wire: Wire, ticket: Ticket | undefined): Effect.Effect<Attempt> =>
-        Effect.clockWith((local) => {
-          const sentAtLocalMs = local.unsafeCurrentTimeMillis()
-          const sentAtMs = clock.timestampAt(call.method, sentAtLocalMs)
-          const headers =
-            ticket === undefined
-              ? UNSIGNED_HEADERS
-              : signRequest(apiKey, apiSecret, { method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body }).headers
-          const exchange = new Exchange()
-          const watched = watchdog.watch(exchange, monotonicMillisOf(local) + requestTimeoutMs)
-          const options: Dispatcher.DispatchOptions = {
-            origin,
-            method: call.method,
-            path: wire.target,
-            headers,
-            body: wire.body ?? null,
-            // The deadline is the watchdog's alone.
-            headersTimeout: 0,
-            bodyTimeout: 0
-          }
-          const book = (attempt: Attempt, outcome: Outcome): Effect.Effect<Attempt> =>
-            ticket === undefined ? Effect.succeed(attempt) : Effect.as(budget.settle(ticket, outcome), attempt)
-          const sent = Effect.async<Reply>((resume) => {
-            exchange.send(dispatcher, options, resume)
-            // A caller that gives up aborts the request, and must not leave it counted in flight forever.
-            return Effect.suspend(() => {
-              watched.ended = true
-              exchange.abort()
-              return ticket === undefined ? Effect.void : budget.settle(ticket, LOST)
-            })
-          })
-          return Effect.flatMap(sent, (reply): Effect.Effect<Attempt> => {
+      const send = <A>(call: Call<A>, wire: Wire, ticket: Ticket | undefined, local: Clock.Clock): Effect.Effect<Attempt<A>> => {
+        const sentAtLocalMs = local.unsafeCurrentTimeMillis()
+        const sentAtMs = clock.timestampAt(call.method, sentAtLocalMs)
+        const headers =
+          ticket === undefined
+            ? UNSIGNED_HEADERS
+            : sign({ method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body }).headers
+        const exchange = new Exchange()
+        const watched = watchdog.watch(exchange, monotonicMillisOf(local) + requestTimeoutMs)
+        const options: Dispatcher.DispatchOptions = {
+          origin,
+          method: call.method,
+          path: wire.target,
+          headers,
+          body: wire.body ?? null,
+          // The deadline is the watchdog's alone.
+          headersTimeout: 0,
+          bodyTimeout: 0
+        }
+        return Effect.async<Attempt<A>>((resume) => {
+          exchange.send(dispatcher, options, (reply) => {
             watched.ended = true
-            if (reply._tag === "NoAnswer") {
-              if (watched.timedOut) return book({ _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs }, LOST)
-              const code = errorCodeOf(reply.cause)
-              const detail = code ?? (reply.cause instanceof Error ? reply.cause.message : String(reply.cause))
-              const neverSent = !reply.answered && code !== undefined && NEVER_CONNECTED.has(code)
-              return book({ _tag: "Lost", reason: "connection", neverSent, detail, sentAtMs }, LOST)
-            }
-            return Effect.clockWith((later) => {
-              const receivedAtLocalMs = later.unsafeCurrentTimeMillis()
-              const { status, text } = reply
-              const header = headerOf(reply.headers)
-              let json: unknown
-              try {
-                json = text === "" ? undefined : (call.parse ?? parseAnswer)(text)
-              } catch {
-                json = undefined
-              }
-              const notOk = json !== null && typeof json === "object" && (json as { ok?: unknown }).ok === false
-              const error =
-                status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
-              return book({ _tag: "Answered", status, json, error, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }, { _tag: "Answered", status, header, error })
-            })
+            resume(conclude(call, ticket, reply, watched.timedOut, sentAtMs, sentAtLocalMs, local.unsafeCurrentTimeMillis()))
           })
+          // A caller that gives up aborts the request; its end (no answer) is booked as it comes, so it is not counted in flight forever.
+          return Effect.sync(() => exchange.abort())
         })
+      }
+
+      /** Reads, books and decodes how one exchange ended; the effect logs what the budget has to say about it. */
+      const conclude = <A>(
+        call: Call<A>,
+        ticket: Ticket | undefined,
+        reply: Reply,
+        timedOut: boolean,
+        sentAtMs: number,
+        sentAtLocalMs: number,
+        receivedAtLocalMs: number
+      ): Effect.Effect<Attempt<A>> => {
+        if (reply._tag === "NoAnswer") {
+          let lost: Attempt<A>
+          if (timedOut) lost = { _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs }
+          else {
+            const code = errorCodeOf(reply.cause)
+            const detail = code ?? (reply.cause instanceof Error ? reply.cause.message : String(reply.cause))
+            const neverSent = !reply.answered && code !== undefined && NEVER_CONNECTED.has(code)
+            lost = { _tag: "Lost", reason: "connection", neverSent, detail, sentAtMs }
+          }
+          return ticket === undefined ? Effect.succeed(lost) : Effect.as(budget.settleAt(ticket, LOST, receivedAtLocalMs), lost)
+        }
+        const { status, text } = reply
+        const header = headerOf(reply.headers)
+        let json: unknown
+        try {
+          json = text === "" ? undefined : (call.parse ?? parseAnswer)(text)
+        } catch {
+          json = undefined
+        }
+        const notOk = json !== null && typeof json === "object" && (json as { ok?: unknown }).ok === false
+        const error =
+          status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
+        const logged = ticket === undefined ? Effect.void : budget.settleAt(ticket, { _tag: "Answered", status, header, error }, receivedAtLocalMs)
+        let answered: Attempt<A>
+        if (error === undefined) {
+          const decoded = call.decode(json, sentAtMs, header)
+          answered = Either.isRight(decoded)
+            ? { _tag: "Decoded", value: decoded.right }
+            : { _tag: "Answered", status, json, error, unreadable: decoded.left, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }
+        } else answered = { _tag: "Answered", status, json, error, unreadable: undefined, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }
+        return logged === Effect.void ? Effect.succeed(answered) : Effect.as(logged, answered)
+      }
 
       const backoff = (retryNumber: number): Effect.Effect<number> =>
         Effect.map(Random.next, (jitter) => {
@@ -436,8 +464,9 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           return Math.round(ceiling / 2 + (jitter * ceiling) / 2)
         })
 
+      /** Sends a call; the first attempt's success returns straight away, anything else goes through `retryPolicy`. */
       const run = <A>(call: Call<A>): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
-        Effect.gen(function* () {
+        Effect.suspend(() => {
           const url = new URL(baseUrl + call.path + queryString(call.query))
           const wire: Wire = {
             target: url.pathname + url.search,
@@ -445,23 +474,28 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
             body: call.body === undefined ? undefined : Buffer.from(stringify(call.body), "utf8"),
             demand: { endpoint: `${call.method} ${call.path}`, priority: call.priority, placement: call.kind === "placement" }
           }
+          return Effect.flatMap(attempt(call, wire), (first) => (first._tag === "Decoded" ? Effect.succeed(first.value) : retryPolicy(call, wire, first)))
+        })
+
+      /** What follows an attempt that did not end in a decoded answer: a retry, a clock correction, or the failure. */
+      const retryPolicy = <A>(call: Call<A>, wire: Wire, first: Attempt<A>): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
+        Effect.gen(function* () {
           const retriable = call.method === "GET" || call.kind === "cancel"
           let clockCorrected = false
           let retries = 0
-          for (;;) {
-            const outcome = yield* attempt(call, wire)
+          for (let outcome = first; ; outcome = yield* attempt(call, wire)) {
+            if (outcome._tag === "Decoded") return outcome.value
             let failure: SvcError
             if (outcome._tag === "Lost") {
               if (call.kind === "placement" && !outcome.neverSent) return yield* Effect.fail(unknownPlacement(call, outcome.reason, outcome.detail, outcome.sentAtMs))
               failure = new NetworkError({ endpoint: call.path, reason: outcome.reason, detail: outcome.detail })
             } else if (outcome.error === undefined) {
-              const decoded = call.decode(outcome.json, outcome.sentAtMs, outcome.header)
-              if (Either.isRight(decoded)) return decoded.right
+              const unreadable = outcome.unreadable!
               if (call.kind === "placement") {
-                return yield* Effect.fail(unknownPlacement(call, "unreadable-answer", `HTTP ${outcome.status}: ${decoded.left.message}`, outcome.sentAtMs))
+                return yield* Effect.fail(unknownPlacement(call, "unreadable-answer", `HTTP ${outcome.status}: ${unreadable.message}`, outcome.sentAtMs))
               }
-              yield* logEvent("request.failed", { endpoint: call.path, error: decoded.left._tag, field: decoded.left.field, detail: decoded.left.detail })
-              return yield* Effect.fail(decoded.left)
+              yield* logEvent("request.failed", { endpoint: call.path, error: unreadable._tag, field: unreadable.field, detail: unreadable.detail })
+              return yield* Effect.fail(unreadable)
             } else {
               failure = outcome.error
               if (failure._tag === "ApiKeyTimestampInvalid" && failure.serverTimeMs !== null && !clockCorrected) {
