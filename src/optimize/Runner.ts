@@ -5,6 +5,8 @@
  * job once (`startWorkerRunner`). A runner for remote workers answers the same
  * interface, and `recordedRunner` puts the results store in front of any of them.
  */
+import { createRequire } from "node:module"
+import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import type { JobSpec, PreparedJob } from "../backtest/Job.js"
 import type { ResultsStore } from "./Results.js"
@@ -32,13 +34,18 @@ export const inProcessRunner = (job: PreparedJob): TrialRunner => ({
   close: () => Promise.resolve()
 })
 
-/** A worker from this module's sibling file; from TypeScript sources the thread registers the tsx loader first. */
+/**
+ * A worker from this module's sibling file. Run from TypeScript sources, the thread first
+ * registers tsx's ESM loader, found from here: an eval'd worker has no module location of its
+ * own to resolve packages from, and Node 20 does not take `--import` for a worker.
+ */
 const startWorker = (spec: JobSpec): Worker => {
   const here = import.meta.url
   if (!here.endsWith(".ts")) return new Worker(new URL("./TrialWorker.js", here), { workerData: spec })
-  const tsxApi = import.meta.resolve("tsx/esm/api")
+  const tsxRoot = pathToFileURL(createRequire(here).resolve("tsx/package.json"))
+  const loader = new URL("dist/esm/api/index.mjs", tsxRoot).href
   const entry = new URL("./TrialWorker.ts", here).href
-  return new Worker(`import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, workerData: spec })
+  return new Worker(`import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, workerData: spec })
 }
 
 interface Batch {
