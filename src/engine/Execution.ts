@@ -362,27 +362,23 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(markNextGroup))))
 
-    /** The move that records what the service answered to a placement, after telling the bus of a block it learned or saw resolved. */
-    const moveOfAnswer = (order: OrderRow, outcome: Exit.Exit<Accepted, SvcError | PlacementOutcomeUnknown>, at: number) =>
-      Effect.gen(function* () {
-        if (Exit.isSuccess(outcome)) {
-          const block = yield* bus.blocked
-          if (block !== undefined && block.code !== STOPPING) yield* Ref.set(bus.block, undefined)
-          // Settlement takes a moment; the first poll waits one fast interval so that new orders are polled together.
-          return { orderId: order.orderId, event: "accept", patch: { clientOrderId: outcome.value.clientOrderId, acceptedAt: at, nextPollAt: at + settings.tracker.fastPollMs } } satisfies Move
-        }
-        const failure = Cause.failureOption(outcome.cause)
-        // A defect in the client leaves the outcome as unknown as a lost answer: reconciliation finds out.
-        if (Option.isNone(failure)) return { orderId: order.orderId, event: "lose", patch: { lostAt: at }, detail: Cause.pretty(outcome.cause) } satisfies Move
-        const error = failure.value
-        // The local clock when the answer came is no earlier than the request was signed: the absence window counts from there.
-        if (error._tag === "PlacementOutcomeUnknown") return { orderId: order.orderId, event: "lose", patch: { lostAt: at }, detail: `${error.reason}: ${error.detail}` } satisfies Move
-        const code = refusalCode(error)
-        if (code === undefined) return { orderId: order.orderId, event: "lose", patch: { lostAt: at }, detail: error.message } satisfies Move
-        const block = blockOf(error)
-        if (block !== undefined) yield* noteBlock(block)
-        return { orderId: order.orderId, event: "refuse", patch: { code }, detail: error.message } satisfies Move
-      })
+    /** The move that records what the service answered to a placement, and the block its refusal tells of, if any. */
+    const moveOfAnswer = (order: OrderRow, outcome: Exit.Exit<Accepted, SvcError | PlacementOutcomeUnknown>, at: number): { readonly move: Move; readonly block?: PlacementBlock | undefined } => {
+      const { orderId } = order
+      if (Exit.isSuccess(outcome)) {
+        // Settlement takes a moment; the first poll waits one fast interval so that new orders are polled together.
+        return { move: { orderId, event: "accept", patch: { clientOrderId: outcome.value.clientOrderId, acceptedAt: at, nextPollAt: at + settings.tracker.fastPollMs } } }
+      }
+      const failure = Cause.failureOption(outcome.cause)
+      // A defect in the client leaves the outcome as unknown as a lost answer: reconciliation finds out.
+      if (Option.isNone(failure)) return { move: { orderId, event: "lose", patch: { lostAt: at }, detail: Cause.pretty(outcome.cause) } }
+      const error = failure.value
+      // The local clock when the answer came is no earlier than the request was signed: the absence window counts from there.
+      if (error._tag === "PlacementOutcomeUnknown") return { move: { orderId, event: "lose", patch: { lostAt: at }, detail: `${error.reason}: ${error.detail}` } }
+      const code = refusalCode(error)
+      if (code === undefined) return { move: { orderId, event: "lose", patch: { lostAt: at }, detail: error.message } }
+      return { move: { orderId, event: "refuse", patch: { code }, detail: error.message }, block: blockOf(error) }
+    }
 
     /**
      * Records the answers that came since the last time in one commit. An acceptance needs no
@@ -394,7 +390,19 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       answered = []
       if (group.length === 0) return
       const moves: Array<Move> = []
-      for (const { order, outcome, at } of group) moves.push(yield* moveOfAnswer(order, outcome, at))
+      // In the order they came: an acceptance shows that a block was resolved, a refusal may tell of a new one.
+      let block = yield* bus.blocked
+      for (const { order, outcome, at } of group) {
+        const recorded = moveOfAnswer(order, outcome, at)
+        moves.push(recorded.move)
+        if (recorded.move.event === "accept" && block !== undefined && block.code !== STOPPING) {
+          block = undefined
+          yield* Ref.set(bus.block, undefined)
+        } else if (recorded.block !== undefined) {
+          block = recorded.block
+          yield* noteBlock(recorded.block)
+        }
+      }
       const rows = yield* moveMany(moves)
       for (const row of rows) if (row?.state === "accepted" && row.cancelRequested) yield* FiberSet.run(sends, sendCancel(row))
       sendsDone(group.length)

@@ -51,6 +51,8 @@ interface Round {
   readonly moves: Array<{ readonly row: OrderRow; readonly event: OrderEvent; readonly patch: OrderPatch; readonly progressed: boolean }>
   /** Orders whose cancel is owed again: their kind did not change. */
   readonly cancels: Array<OrderRow>
+  /** Kinds svcbot does not know, seen for the first time on an order: logged once each. */
+  readonly unknownKinds: Array<{ readonly clientOrderId: string | null; readonly kind: string }>
   /** How many of `moves` were observed before the fills were synced in this round, when they were. */
   syncedFor: number
 }
@@ -75,43 +77,38 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         ? now + settings.fastPollMs
         : now + settings.restingPollMs
 
-    /** Applies one observation of an order's kind and progress to the round. */
-    const observe = (row: OrderRow, status: ObservedStatus, round: Round) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        // An answer ends a run of ORDER_NOT_FOUND probes.
-        const schedule = {
-          nextPollAt: nextPoll(row, status.kind, now),
-          polls: row.polls + 1,
-          ...(row.notFoundProbes > 0 ? { notFoundProbes: 0 } : {}),
-          ...(row.venueCreatedAt === null && status.createdAt !== undefined ? { venueCreatedAt: status.createdAt } : {}),
-          ...(status.kind === "cancelled" && row.venueCancelledAt === null && status.updatedAt !== undefined ? { venueCancelledAt: status.updatedAt } : {})
+    /** Applies one observation of an order's kind and progress to the round: plain work, once per live order and round. */
+    const observe = (row: OrderRow, status: ObservedStatus, round: Round, now: number): void => {
+      // An answer ends a run of ORDER_NOT_FOUND probes.
+      const schedule: { -readonly [K in keyof OrderPatch]: OrderPatch[K] } = { nextPollAt: nextPoll(row, status.kind, now), polls: row.polls + 1 }
+      if (row.notFoundProbes > 0) schedule.notFoundProbes = 0
+      if (row.venueCreatedAt === null && status.createdAt !== undefined) schedule.venueCreatedAt = status.createdAt
+      if (status.kind === "cancelled" && row.venueCancelledAt === null && status.updatedAt !== undefined) schedule.venueCancelledAt = status.updatedAt
+      if (!KNOWN_KINDS.has(status.kind)) {
+        const logged = unknownKindsLogged.get(row.orderId) ?? new Set<string>()
+        if (!logged.has(status.kind)) {
+          unknownKindsLogged.set(row.orderId, logged.add(status.kind))
+          round.unknownKinds.push({ clientOrderId: row.clientOrderId, kind: status.kind })
         }
-        if (!KNOWN_KINDS.has(status.kind)) {
-          const logged = unknownKindsLogged.get(row.orderId) ?? new Set<string>()
-          if (!logged.has(status.kind)) {
-            unknownKindsLogged.set(row.orderId, logged.add(status.kind))
-            yield* logEvent("order.kind-unknown", { clientOrderId: row.clientOrderId, kind: status.kind })
-          }
-          round.reschedule.push([row.orderId, schedule])
-          return
-        }
-        const progressed = !status.filledBaseQty.eq(row.filledBaseQty)
-        if (status.kind === row.state && !progressed) {
-          round.reschedule.push([row.orderId, schedule])
-          if (row.cancelRequested) round.cancels.push(row)
-          return
-        }
-        if (!isOrderEvent(status.kind)) return
-        const patch = {
-          ...schedule,
-          kind: status.kind,
-          filledBaseQty: status.filledBaseQty,
-          ...(status.avgPrice === undefined ? {} : { avgPrice: status.avgPrice }),
-          ...(status.code === undefined ? {} : { code: status.code })
-        }
-        round.moves.push({ row, event: status.kind, patch, progressed })
-      })
+        round.reschedule.push([row.orderId, schedule])
+        return
+      }
+      const progressed = !status.filledBaseQty.eq(row.filledBaseQty)
+      if (status.kind === row.state && !progressed) {
+        round.reschedule.push([row.orderId, schedule])
+        if (row.cancelRequested) round.cancels.push(row)
+        return
+      }
+      if (!isOrderEvent(status.kind)) return
+      const patch: OrderPatch = {
+        ...schedule,
+        kind: status.kind,
+        filledBaseQty: status.filledBaseQty,
+        ...(status.avgPrice === undefined ? {} : { avgPrice: status.avgPrice }),
+        ...(status.code === undefined ? {} : { code: status.code })
+      }
+      round.moves.push({ row, event: status.kind, patch, progressed })
+    }
 
     /**
      * The service answered ORDER_NOT_FOUND for an order accepted longer ago than settlement
@@ -147,7 +144,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
 
     const pollStatus = (row: OrderRow, round: Round) =>
       client.orderStatus(row.clientOrderId!).pipe(
-        Effect.flatMap((status) => observe(row, status, round)),
+        Effect.flatMap((status) => Effect.map(Clock.currentTimeMillis, (now) => observe(row, status, round, now))),
         Effect.catchAll((error) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
@@ -179,7 +176,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           const total = (yield* ledger.forOrder(row.clientOrderId!)).reduce((sum, fill) => sum.plus(fill.baseQty), ZERO)
           if (!total.eq(row.baseQty!)) continue
           filled.add(row.orderId)
-          yield* observe(row, { kind: "fill", filledBaseQty: total }, round)
+          observe(row, { kind: "fill", filledBaseQty: total }, round, yield* Clock.currentTimeMillis)
         }
         round.syncedFor = round.moves.length
         return missing.filter((row) => !filled.has(row.orderId))
@@ -188,6 +185,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     /** Publishes what the round learned: the fills first (one sync for the round), then the orders' progress. */
     const apply = (round: Round) =>
       Effect.gen(function* () {
+        for (const { clientOrderId, kind } of round.unknownKinds) yield* logEvent("order.kind-unknown", { clientOrderId, kind })
         // The fills first: an update reporting them must not reach a strategy before they do.
         if (round.moves.slice(round.syncedFor).some((m) => m.progressed)) yield* syncFills
         // The round's changes are one transaction. The fills were synced above, or a sync is triggered: the moves need not ask for one.
@@ -203,7 +201,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     /** Polls `due`, a part of the live orders `live`. */
     const poll = (live: ReadonlyArray<OrderRow>, due: ReadonlyArray<OrderRow>) =>
       Effect.gen(function* () {
-        const round: Round = { reschedule: [], moves: [], cancels: [], syncedFor: 0 }
+        const round: Round = { reschedule: [], moves: [], cancels: [], unknownKinds: [], syncedFor: 0 }
         let inDoubt: ReadonlyArray<OrderRow> = due
         let openOrdersCalls = 0
         // One open-orders answer covers every live order; observing them all lines their polls up for the next batch.
@@ -212,9 +210,10 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           openOrdersCalls = 1
           if (open._tag === "Right") {
             const byId = new Map(open.right.map((o) => [o.clientOrderId, o]))
+            const now = yield* Clock.currentTimeMillis
             for (const row of live) {
               const seen = byId.get(row.clientOrderId!)
-              if (seen !== undefined) yield* observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty, createdAt: seen.createdAt }, round)
+              if (seen !== undefined) observe(row, { kind: seen.kind, filledBaseQty: seen.filledBaseQty, createdAt: seen.createdAt }, round, now)
             }
             // Missing from the list: finished, or not listed yet; the fills or a status call tell which.
             inDoubt = yield* filledByLedger(

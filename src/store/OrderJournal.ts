@@ -230,25 +230,50 @@ export interface JournalBatch {
   readonly unfinished: () => ReadonlyArray<OrderRow>
 }
 
-/** The columns a state change or progress can touch, with each one's value as the table holds it. */
-const MUTABLE_COLUMNS: ReadonlyArray<readonly [string, (row: OrderRow) => unknown]> = [
-  ["state", (row) => row.state],
-  ["kinds_seen", (row) => row.kindsSeen.join(",")],
-  ["client_order_id", (row) => row.clientOrderId],
-  ["code", (row) => row.code],
-  ["filled_base_qty", (row) => row.filledBaseQty.toFixed()],
-  ["avg_price", (row) => text(row.avgPrice)],
-  ["cancel_requested", (row) => (row.cancelRequested ? 1 : 0)],
-  ["sent_at", (row) => row.sentAt],
-  ["lost_at", (row) => row.lostAt],
-  ["accepted_at", (row) => row.acceptedAt],
-  ["venue_created_at", (row) => row.venueCreatedAt],
-  ["venue_cancelled_at", (row) => row.venueCancelledAt],
-  ["terminal_at", (row) => row.terminalAt],
-  ["next_poll_at", (row) => row.nextPollAt],
-  ["polls", (row) => row.polls],
-  ["not_found_probes", (row) => row.notFoundProbes],
-  ["updated_at", (row) => row.updatedAt]
+/** A column a write may change: whether it did, comparing the rows' fields (no serializing), and its value as the table holds it. */
+interface MutableColumn {
+  readonly column: string
+  readonly changed: (before: OrderRow, after: OrderRow) => boolean
+  readonly value: (row: OrderRow) => unknown
+}
+
+/** A column holding a field as it is; a patch that leaves the field alone leaves the very same value (arrays included). */
+const plainColumn = (column: string, key: keyof OrderRow, value: (row: OrderRow) => unknown = (row) => row[key]): MutableColumn => ({
+  column,
+  changed: (before, after) => before[key] !== after[key],
+  value
+})
+
+/** A column holding an amount: a patch gives a new Decimal for each observation, changed only when its value is. */
+const amountColumn = (column: string, key: "filledBaseQty" | "avgPrice"): MutableColumn => ({
+  column,
+  changed: (before, after) => {
+    const was = before[key]
+    const is = after[key]
+    return was !== is && (was === null || is === null || !was.eq(is))
+  },
+  value: (row) => text(row[key])
+})
+
+/** The columns a state change or progress can touch; `updated_at` is written by every write. */
+const MUTABLE_COLUMNS: ReadonlyArray<MutableColumn> = [
+  plainColumn("state", "state"),
+  plainColumn("kinds_seen", "kindsSeen", (row) => row.kindsSeen.join(",")),
+  plainColumn("client_order_id", "clientOrderId"),
+  plainColumn("code", "code"),
+  amountColumn("filled_base_qty", "filledBaseQty"),
+  amountColumn("avg_price", "avgPrice"),
+  plainColumn("cancel_requested", "cancelRequested", (row) => (row.cancelRequested ? 1 : 0)),
+  plainColumn("sent_at", "sentAt"),
+  plainColumn("lost_at", "lostAt"),
+  plainColumn("accepted_at", "acceptedAt"),
+  plainColumn("venue_created_at", "venueCreatedAt"),
+  plainColumn("venue_cancelled_at", "venueCancelledAt"),
+  plainColumn("terminal_at", "terminalAt"),
+  plainColumn("next_poll_at", "nextPollAt"),
+  plainColumn("polls", "polls"),
+  plainColumn("not_found_probes", "notFoundProbes"),
+  { column: "updated_at", changed: () => true, value: (row) => row.updatedAt }
 ]
 
 /** The row a patch leaves, as the table holds it after `UPDATE`. */
@@ -375,11 +400,10 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     const write = (before: OrderRow, after: OrderRow): OrderRow => {
       const columns: Array<string> = []
       const values: Array<unknown> = []
-      for (const [column, value] of MUTABLE_COLUMNS) {
-        const next = value(after)
-        if (column === "updated_at" || value(before) !== next) {
+      for (const { column, changed, value } of MUTABLE_COLUMNS) {
+        if (changed(before, after)) {
           columns.push(column)
-          values.push(next)
+          values.push(value(after))
         }
       }
       const key = columns.join(",")
