@@ -206,6 +206,8 @@ export class BacktestSetupInvalid extends Data.TaggedError("BacktestSetupInvalid
 
 export type BacktestFailed = StrategyFailed | BacktestSetupInvalid
 
+const NO_RUN_FILLS: ReadonlyArray<RunFill> = []
+
 /** A strategy answering its own refusals with new orders forever would never let time move. */
 const MAX_INTENTS_PER_MOMENT = 10_000
 const UID = 1
@@ -352,6 +354,17 @@ class Run<P, S> {
   /** Changes whenever the holdings are read again from the engine. */
   private holdingsReads = 0
   readonly counts: OrderCounts = { placed: 0, refused: 0, rejected: 0, cancelled: 0 }
+  private readonly intervalMs: number
+  /** The metrics, fed each fill and each close's equity as the run goes (`record`). */
+  readonly recorder: MetricsRecorder
+  private fillsRecorded = 0
+  /** What the account held from each change on: the exact equity at every close follows from it. */
+  readonly holdings: Array<Holdings> = []
+  private holdingsRecorded = -1
+  private readonly minNotional: Decimal
+  private readonly minNotionalFloat: number
+  /** Closes at which base worth at least the minimum notional was held. */
+  inMarketCandles = 0
 
   constructor(private readonly setup: BacktestSetup<P, S>, firstPrice: Decimal, startMs: number) {
     const pair = setup.pair
@@ -385,6 +398,13 @@ class Run<P, S> {
     this.carry(setup.carried ?? [], startMs)
     this.refreshBalances()
     this.state = setup.initialState !== undefined ? setup.initialState : this.call("init", () => this.strategy.init(setup.params, this.view))
+    this.intervalMs = setup.intervalMs
+    this.minNotional = pair.minNotional
+    this.minNotionalFloat = toFloat(pair.minNotional)
+    this.recorder = new MetricsRecorder(
+      { baseAsset: pair.base, quoteAsset: pair.quote, initialEquity: this.quoteHeld.plus(this.baseHeld.mul(firstPrice)), initialBase: this.baseHeld, initialPrice: firstPrice },
+      setup.candles.length
+    )
   }
 
   /**
@@ -426,18 +446,6 @@ class Run<P, S> {
   /** Quote held, free and locked. */
   get quote(): Decimal {
     return this.quoteHeld
-  }
-
-  get baseFloat(): number {
-    return this.baseHeldFloat
-  }
-
-  get quoteFloat(): number {
-    return this.quoteHeldFloat
-  }
-
-  get holdingsVersion(): number {
-    return this.holdingsReads
   }
 
   get fills(): ReadonlyArray<RunFill> {
@@ -495,6 +503,32 @@ class Run<P, S> {
     return settled
   }
 
+  /**
+   * Step 5 for the candle at `index`, once the strategy has heard it: the fills since the last close
+   * go to the metrics, the holdings are noted when they changed, the equity at the close is marked,
+   * and the close counts as in the market when the base held is worth the minimum notional.
+   */
+  record(index: number, candle: Candle): void {
+    const fills = this.fillLog
+    while (this.fillsRecorded < fills.length) this.recorder.fill(fills[this.fillsRecorded++]!)
+    if (this.holdingsReads !== this.holdingsRecorded) {
+      this.holdingsRecorded = this.holdingsReads
+      this.holdings.push({ from: index, base: this.baseHeld, quote: this.quoteHeld })
+    }
+    const baseFloat = this.baseHeldFloat
+    if (baseFloat === 0) {
+      this.recorder.mark(this.quoteHeldFloat)
+      return
+    }
+    const position = baseFloat * toFloat(candle.close)
+    this.recorder.mark(this.quoteHeldFloat + position)
+    // Fee dust left after selling a position is not a position. The float decides
+    // unless it lies too near the minimum to tell; then the exact value does.
+    const minimum = this.minNotionalFloat
+    const held = Math.abs(position - minimum) > minimum * 1e-9 ? position > minimum : this.baseHeld.mul(candle.close).gte(this.minNotional)
+    if (held) this.inMarketCandles++
+  }
+
   /** A history candle: the strategy hears it closed; what it would do then is dropped, as the daemon's host drops it. */
   warmUp(candle: Candle, closeMs: number): void {
     const onCandle = this.strategy.onCandle
@@ -509,7 +543,9 @@ class Run<P, S> {
   }
 
   /** Steps 1 to 4 for one candle. */
-  candle(candle: Candle, closeMs: number, timers: ReadonlyArray<number>): void {
+  candle(candle: Candle, timers: ReadonlyArray<number>): void {
+    // Worked out here rather than passed in: a time is not a small integer, and passing one costs an allocation.
+    const closeMs = candle.openTimeMs + this.intervalMs
     this.scheduledUntil(closeMs, true)
     let settled = false
     if (this.tracked.size === 0) {
@@ -809,13 +845,11 @@ class Run<P, S> {
   }
 
   private newFills(): ReadonlyArray<RunFill> {
-    const newest = this.engine.fills(UID, { limit: 1 }).fills[0]
-    if (newest === undefined || newest.seq <= this.lastFillSeq) return []
-    const page = this.engine.fills(UID, { limit: newest.seq - this.lastFillSeq }).fills
-    this.lastFillSeq = newest.seq
+    const page = this.engine.fillsAfter(UID, this.lastFillSeq)
+    if (page.length === 0) return NO_RUN_FILLS
+    this.lastFillSeq = page[page.length - 1]!.seq
     const events: Array<RunFill> = []
-    for (let i = page.length - 1; i >= 0; i--) {
-      const fill = page[i]!
+    for (const fill of page) {
       // One object is both the strategy's fill event and the run's fill record.
       const event: RunFill = {
         tag: this.placements.get(fill.clientOrderId)?.tag ?? fill.clientOrderId,
@@ -895,58 +929,31 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const intervalMs = setup.intervalMs
     const matches = scheduleMatcher(setup.schedule)
     const run = new Run(setup, first.open, first.openTimeMs)
-    const initialBase = run.base
-    const initialEquity = run.quote.plus(initialBase.mul(first.open))
-    const recorder = new MetricsRecorder(
-      { baseAsset: setup.pair.base, quoteAsset: setup.pair.quote, initialEquity, initialBase, initialPrice: first.open },
-      candles.length
-    )
-    let fillsRecorded = 0
-    const holdings: Array<Holdings> = []
-    let holdingsSeen = -1
-    const minNotional = setup.pair.minNotional
-    const minNotionalFloat = toFloat(minNotional)
     const noTimers: ReadonlyArray<number> = []
     const tape = setup.tape
     for (const candle of setup.warmup ?? []) {
       run.warmUp(candle, candle.openTimeMs + intervalMs)
     }
-    let inMarketCandles = 0
     const afterCandle = setup.afterCandle
     for (let i = 0; i < candles.length; i++) {
       const candle = candles[i]!
-      const closeMs = candle.openTimeMs + intervalMs
       let timers = noTimers
       if (matches !== undefined) {
+        const closeMs = candle.openTimeMs + intervalMs
         const due: Array<number> = []
         for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (matches(minute)) due.push(minute)
         timers = due
       }
-      if (tape === undefined) run.candle(candle, closeMs, timers)
-      else run.replayCandle(tape, candle, closeMs, timers)
-      const fills = run.fills
-      while (fillsRecorded < fills.length) recorder.fill(fills[fillsRecorded++]!)
-      if (run.holdingsVersion !== holdingsSeen) {
-        holdingsSeen = run.holdingsVersion
-        holdings.push({ from: i, base: run.base, quote: run.quote })
-      }
-      const baseFloat = run.baseFloat
-      if (baseFloat === 0) {
-        recorder.mark(run.quoteFloat)
-      } else {
-        const position = baseFloat * toFloat(candle.close)
-        recorder.mark(run.quoteFloat + position)
-        // Fee dust left after selling a position is not a position. The float decides
-        // unless it lies too near the minimum to tell; then the exact value does.
-        const held =
-          Math.abs(position - minNotionalFloat) > minNotionalFloat * 1e-9 ? position > minNotionalFloat : run.base.mul(candle.close).gte(minNotional)
-        if (held) inMarketCandles++
-      }
+      if (tape === undefined) run.candle(candle, timers)
+      else run.replayCandle(tape, candle, candle.openTimeMs + intervalMs, timers)
+      run.record(i, candle)
       if (afterCandle !== undefined) afterCandle(i, run.strategyState)
     }
     const last = candles[candles.length - 1]!
     const finalEquity = run.base.isZero() ? run.quote : run.quote.plus(run.base.mul(last.close))
-    const metrics = recorder.finish({ intervalMs, fromMs: first.openTimeMs, finalEquity, inMarketCandles })
+    const recorder = run.recorder
+    const metrics = recorder.finish({ intervalMs, fromMs: first.openTimeMs, finalEquity, inMarketCandles: run.inMarketCandles })
+    const holdings = run.holdings
     let equity: ReadonlyArray<Decimal> | undefined
     return Either.right({
       fills: run.fills,

@@ -836,11 +836,24 @@ export class MatchingEngine {
     return orders.sort(byPlacement).map(view)
   }
 
+  /** The account's fills after the fill `seq` (those a reader that has seen up to it has not), oldest first. */
+  fillsAfter(uid: number, seq: number): ReadonlyArray<Fill> {
+    const all = this.account(uid).fills
+    let from = all.length
+    while (from > 0 && all.at(from - 1)!.seq > seq) from--
+    if (from === all.length) return NO_FILLS
+    const after: Array<Fill> = []
+    for (let i = from; i < all.length; i++) after.push(all.at(i)!)
+    return after
+  }
+
   /** Every fill of an account still kept, oldest first. */
   allFills(uid: number): ReadonlyArray<Fill> {
     return this.account(uid).fills.toArray()
   }
 }
+
+const NO_FILLS: ReadonlyArray<Fill> = []
 
 const isResting = (order: Order): boolean => order.kind === "resting"
 
