@@ -70,6 +70,9 @@ const asPlugin = (resolved) => (outside(resolved.url) && /\\.(ts|js)$/.test(reso
 export async function resolve(specifier, context, next) {
   const alias = aliases[specifier]
   if (alias !== undefined) return next(alias, context)
+  if (specifier === "svcbot" || specifier.startsWith("svcbot/")) {
+    throw Object.assign(new Error(\`svcbot has no module "\${specifier}" (imported from \${context.parentURL})\`), { code: "ERR_MODULE_NOT_FOUND" })
+  }
   try {
     return asPlugin(await next(specifier, context))
   } catch (error) {
