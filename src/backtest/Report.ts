@@ -293,7 +293,7 @@ dl.details dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
 svg{display:block;width:100%;background:#fbfcfe;border:1px solid #e3e7ee;touch-action:none;cursor:grab;user-select:none}
 .grid{stroke:#e3e7ee;stroke-width:1}.tick{font-size:11px;fill:#6b7385}
 .line{fill:none;stroke-width:1.3;vector-effect:non-scaling-stroke}.price{stroke:#44506a}.equity{stroke:#1f6feb}
-.benchmark{stroke:#e08a00;stroke-dasharray:5 3}.plot{stroke-width:1.2}
+.benchmark{stroke:#e08a00;stroke-dasharray:5 3}.plot{stroke-width:1;stroke-opacity:.8}
 .area.drawdown{fill:#f0b4b4;stroke:#c44;stroke-width:1}
 .marker.buy{fill:#1a9e4b}.marker.sell{fill:#d1342f}
 .legend{font-weight:normal;font-size:12px;color:#4a5263;margin-left:12px}
@@ -302,7 +302,7 @@ svg{display:block;width:100%;background:#fbfcfe;border:1px solid #e3e7ee;touch-a
 .key i.buy,.key i.sell{width:0;height:0;border:5px solid transparent;background:none}
 .key i.buy{border-bottom:8px solid #1a9e4b;border-top:0}.key i.sell{border-top:8px solid #d1342f;border-bottom:0}
 table{border-collapse:collapse;margin-top:6px}td,th{padding:3px 10px;border-bottom:1px solid #eef0f4;text-align:left}
-td.num{text-align:right;font-family:ui-monospace,monospace}td.gain{color:#1a7f3c}td.loss{color:#b3261e}
+td.num{text-align:right;font-family:ui-monospace,monospace;white-space:nowrap}td.gain{color:#1a7f3c}td.loss{color:#b3261e}
 #trades thead th{cursor:pointer;white-space:nowrap}#trades thead th[aria-sort=ascending]::after{content:" \\25B2"}
 #trades thead th[aria-sort=descending]::after{content:" \\25BC"}#trades tbody tr{cursor:pointer}#trades tbody tr:hover{background:#f3f6fb}
 #monthly td{min-width:52px}

@@ -170,6 +170,9 @@ describe.skipIf(!haveChromium)("the HTML report in headless Chromium", () => {
     expect(from1).toBeGreaterThan(from0)
     expect(await page.locator("#equity-chart .time-tick").allTextContents()).toEqual(await page.locator("#price-chart .time-tick").allTextContents())
     expect(await page.locator("#price-chart .time-tick").allTextContents()).not.toEqual(allLabels)
+    const zoomedMarkers = await markersDrawn(page)
+    expect(zoomedMarkers).not.toBe(thinned)
+    expect(zoomedMarkers).toBeLessThanOrEqual(fills.filter((fill) => fill.time >= from1 && fill.time <= to1).length)
 
     // Dragging pans: the span stays, the window moves later in time when dragged to the left.
     await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2)
