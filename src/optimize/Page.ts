@@ -123,18 +123,19 @@ const foldsSvg = (outcome: RunOutcome): string => {
   const group = 56
   const plot = 200
   const top = 16
-  const width = 60 + group * folds.length
+  const left = 80
+  const width = left + 10 + group * folds.length
   const y = (v: number) => top + ((hi - v) / span) * plot
-  const parts: Array<string> = [`<line x1="50" x2="${width}" y1="${y(0)}" y2="${y(0)}" stroke="#888"/>`]
+  const parts: Array<string> = [`<line x1="${left}" x2="${width}" y1="${y(0)}" y2="${y(0)}" stroke="#888"/>`]
   folds.forEach((fold, i) => {
-    const x = 56 + i * group
+    const x = left + 6 + i * group
     for (const [k, figure, fill] of [[0, fold.inSample.perWindow, "#4a78b5"], [1, fold.outOfSample.perWindow, "#e08a2c"]] as const) {
       const v = figure === null ? 0 : Number(figure)
       parts.push(`<rect x="${x + k * 20}" y="${Math.min(y(v), y(0))}" width="18" height="${Math.max(1, Math.abs(y(v) - y(0)))}" fill="${fill}"><title>fold ${i + 1} ${k === 0 ? "in-sample" : "out-of-sample"}: ${shortFigure(figure)}</title></rect>`)
     }
     parts.push(`<text x="${x + 19}" y="${top + plot + 16}" text-anchor="middle"${fold.overfit ? ' class="bad"' : ""}>${i + 1}${fold.overfit ? " !" : ""}</text>`)
   })
-  parts.push(`<text x="46" y="${y(hi) + 4}" text-anchor="end">${escape(shortFigure(hi))}</text><text x="46" y="${y(lo) + 4}" text-anchor="end">${escape(shortFigure(lo))}</text>`)
+  parts.push(`<text x="${left - 4}" y="${y(hi) + 4}" text-anchor="end">${escape(shortFigure(hi))}</text><text x="${left - 4}" y="${y(lo) + 4}" text-anchor="end">${escape(shortFigure(lo))}</text>`)
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${top + plot + 30}" role="img" aria-label="walk-forward folds">${parts.join("")}</svg>`
 }
 
@@ -154,7 +155,7 @@ export const renderPage = (outcome: RunOutcome, map: Either.Either<HeatMap, Heat
     `<p>${escape(outcome.data)}, ${escape(windowText(outcome.window))} UTC. ${escape(describeSettings(outcome))}.</p>`,
     `<h2>Heat map</h2>`,
     Either.isRight(map)
-      ? `<p>${escape(outcome.objective)} over ${escape(map.right.x)} (across) and ${escape(map.right.y)} (up), on ${escape(windowText(map.right.window))}; each cell is the best over the other params (hover for its params). Grey: no value; white: not tried.</p>${heatMapSvg(map.right, outcome.objective)}`
+      ? `<p>${escape(outcome.objective)} over ${escape(map.right.x)} (across) and ${escape(map.right.y)} (up), on ${escape(windowText(map.right.window))}; each cell is the best over the other params (hover for its params). Red: the lowest value, green: the highest; grey: no value; white: not tried.</p>${heatMapSvg(map.right, outcome.objective)}`
       : `<p>${escape(map.left.message)}</p>`
   ]
   if (walk !== undefined) {

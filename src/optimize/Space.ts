@@ -15,7 +15,7 @@ import { Data, Effect, Either, Random } from "effect"
 import { combinations, MAX_COMBINATIONS } from "../backtest/Sweep.js"
 import { type Decimal, fromNumberToken, fromString, toJsonNumber } from "../domain/Decimal.js"
 import { canonicalParams } from "../domain/Hash.js"
-import { isLosslessNumber, LosslessNumber, parse } from "../domain/Json.js"
+import { isLosslessNumber, LosslessNumber, parse, stringify } from "../domain/Json.js"
 import { type Constraints, OBJECTIVE_ALIASES, OBJECTIVES, type Objective } from "./Objective.js"
 
 export class SpaceInvalid extends Data.TaggedError("SpaceInvalid")<{ readonly source: string; readonly problems: ReadonlyArray<string> }> {
@@ -58,6 +58,9 @@ const exactNumber = (value: unknown): Decimal | undefined => {
   return undefined
 }
 
+/** A value of the file as it was written, for a message. */
+const shown = (value: unknown): string => (value === undefined ? "nothing" : stringify(value))
+
 const plainNumber = (value: unknown): number | undefined => {
   const exact = exactNumber(value)
   return exact === undefined || typeof value === "string" ? undefined : exact.toNumber()
@@ -79,7 +82,7 @@ const expandRange = (path: string, range: Record<string, unknown>, problems: Arr
   const [min, max, step] = RANGE_FIELDS.map((field) => exactNumber(range[field]))
   const bad = RANGE_FIELDS.filter((field, i) => [min, max, step][i] === undefined)
   if (bad.length > 0) {
-    problems.push(`${path}.${bad[0]}: ${JSON.stringify(range[bad[0]!])} is not a number; give a number such as 5 or a decimal string such as "0.5"`)
+    problems.push(`${path}.${bad[0]}: ${shown(range[bad[0]!])} is not a number; give a number such as 5 or a decimal string such as "0.5"`)
     return []
   }
   if (step!.lte(0)) {
@@ -126,7 +129,7 @@ const readObjective = (value: unknown, problems: Array<string>): Objective => {
   const name = value ?? "sharpe"
   if (typeof name === "string" && (OBJECTIVES as ReadonlyArray<string>).includes(name)) return name as Objective
   if (typeof name === "string" && Object.hasOwn(OBJECTIVE_ALIASES, name)) return OBJECTIVE_ALIASES[name as keyof typeof OBJECTIVE_ALIASES]
-  problems.push(`rankBy: ${JSON.stringify(name)} is not an objective; use one of ${OBJECTIVES.join(", ")}`)
+  problems.push(`rankBy: ${shown(name)} is not an objective; use one of ${OBJECTIVES.join(", ")}`)
   return "sharpe"
 }
 
@@ -137,12 +140,12 @@ const readSearch = (search: unknown, samples: unknown, problems: Array<string>):
     return { method: "grid" }
   }
   if (method !== "random") {
-    problems.push(`search: ${JSON.stringify(method)} is not a search method; use "grid" (every combination) or "random" (with "samples")`)
+    problems.push(`search: ${shown(method)} is not a search method; use "grid" (every combination) or "random" (with "samples")`)
     return { method: "grid" }
   }
   const count = plainNumber(samples)
   if (count === undefined || !Number.isInteger(count) || count < 1 || count > MAX_COMBINATIONS) {
-    problems.push(`samples: a random search needs "samples", a whole number from 1 to ${MAX_COMBINATIONS}, got ${JSON.stringify(samples ?? null)}`)
+    problems.push(`samples: a random search needs "samples", a whole number from 1 to ${MAX_COMBINATIONS}, got ${shown(samples)}`)
     return { method: "grid" }
   }
   return { method: "random", samples: count }
@@ -160,11 +163,11 @@ const readHalving = (value: unknown, problems: Array<string>): Halving | undefin
   const keep = plainNumber(value.keep ?? new LosslessNumber("0.5"))
   let ok = true
   if (slices === undefined || !Number.isInteger(slices) || slices < 2 || slices > 20) {
-    problems.push(`halving.slices: must be a whole number from 2 to 20 (the window is cut into that many time slices), got ${JSON.stringify(value.slices)}`)
+    problems.push(`halving.slices: must be a whole number from 2 to 20 (the window is cut into that many time slices), got ${shown(value.slices)}`)
     ok = false
   }
   if (keep === undefined || !(keep > 0 && keep < 1)) {
-    problems.push(`halving.keep: must be a fraction between 0 and 1 (the share kept after each slice, e.g. 0.5), got ${JSON.stringify(value.keep)}`)
+    problems.push(`halving.keep: must be a fraction between 0 and 1 (the share kept after each slice, e.g. 0.5), got ${shown(value.keep)}`)
     ok = false
   }
   return ok ? { slices: slices!, keep: keep! } : undefined
@@ -182,13 +185,13 @@ const readConstraints = (value: unknown, problems: Array<string>): Constraints =
   if (value.minTrades !== undefined) {
     const minTrades = plainNumber(value.minTrades)
     if (minTrades === undefined || !Number.isInteger(minTrades) || minTrades < 0) {
-      problems.push(`constraints.minTrades: must be a whole number of closed trades, 0 or more, got ${JSON.stringify(value.minTrades)}`)
+      problems.push(`constraints.minTrades: must be a whole number of closed trades, 0 or more, got ${shown(value.minTrades)}`)
     } else out.minTrades = minTrades
   }
   if (value.maxDrawdownPct !== undefined) {
     const maxDrawdownPct = plainNumber(value.maxDrawdownPct)
     if (maxDrawdownPct === undefined || !(maxDrawdownPct > 0 && maxDrawdownPct <= 100)) {
-      problems.push(`constraints.maxDrawdownPct: must be a percentage above 0 and at most 100, got ${JSON.stringify(value.maxDrawdownPct)}`)
+      problems.push(`constraints.maxDrawdownPct: must be a percentage above 0 and at most 100, got ${shown(value.maxDrawdownPct)}`)
     } else out.maxDrawdownPct = maxDrawdownPct
   }
   return out
