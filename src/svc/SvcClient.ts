@@ -60,6 +60,7 @@ import {
   type SvcError
 } from "./Errors.js"
 import { parseAnswer } from "./AnswerJson.js"
+import { plainDecoderFor, Shapes } from "./PlainDecoder.js"
 import { decodeFillsPage, parseFillsAnswer } from "./FillsDecoder.js"
 import { VENUE_IMPLEMENTATION_HEADER, VENUE_STEPS_PATH } from "./VenueIdentity.js"
 import { Scope as KeyScope } from "./ErrorCodes.js"
@@ -548,9 +549,9 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
 
       const paths = dialect.paths
       const placementDecoders = {
-        limit: decoderFor(PlacementAnswer, paths.limitOrder),
-        market: decoderFor(PlacementAnswer, paths.marketOrder),
-        "stop-limit": decoderFor(PlacementAnswer, paths.stopLimitOrder)
+        limit: plainDecoderFor(PlacementAnswer, paths.limitOrder, Shapes.PlacementAnswer, false),
+        market: plainDecoderFor(PlacementAnswer, paths.marketOrder, Shapes.PlacementAnswer, false),
+        "stop-limit": plainDecoderFor(PlacementAnswer, paths.stopLimitOrder, Shapes.PlacementAnswer, false)
       } as const
 
       const place = (
@@ -570,14 +571,14 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         })
       }
 
-      const decodeSpot = decoderFor(WalletRowList, paths.walletsSpot)
-      const decodeFunding = decoderFor(FundingRowList, paths.walletsFunding)
-      const decodeOpenOrders = decoderFor(OpenOrderList, paths.openOrders)
+      const decodeSpot = plainDecoderFor(WalletRowList, paths.walletsSpot, Shapes.WalletRow, true)
+      const decodeFunding = plainDecoderFor(FundingRowList, paths.walletsFunding, Shapes.FundingRow, true)
+      const decodeOpenOrders = plainDecoderFor(OpenOrderList, paths.openOrders, Shapes.OpenOrder, true)
       const decodeFills = decodeFillsPage(paths.fills)
-      const decodeStatus = decoderFor(OrderStatus, paths.orderStatus)
-      const decodeCancel = decoderFor(CancelAnswer, paths.cancelOrder)
+      const decodeStatus = plainDecoderFor(OrderStatus, paths.orderStatus, Shapes.OrderStatus, false)
+      const decodeCancel = plainDecoderFor(CancelAnswer, paths.cancelOrder, Shapes.CancelAnswer, false)
       const decodeExchangeInfo = decoderFor(ExchangeInfo, paths.exchangeInfo)
-      const decodeTicker = decoderFor(Ticker, paths.ticker)
+      const decodeTicker = plainDecoderFor(Ticker, paths.ticker, Shapes.Ticker, false)
       const decodeSteps = decoderFor(VenueSteps, VENUE_STEPS_PATH)
       const decodeCandles = decoderFor(CandlesAnswer, paths.candles)
       const decodeDepth = decoderFor(DepthSchema, paths.depth)
