@@ -5,6 +5,7 @@ import { Effect, Layer } from "effect"
 import { backtestCommand, promoteCommand, promotionsCommand } from "../../src/cli/backtest.js"
 import { clientCommands } from "../../src/cli/client.js"
 import { configCommand } from "../../src/cli/config.js"
+import { dataCommand } from "../../src/cli/data.js"
 import { runCli } from "../../src/cli/App.js"
 import * as Log from "../../src/log/Logger.js"
 import { optimizeCommand } from "../../src/cli/optimize.js"
@@ -18,7 +19,7 @@ import { venueCommand } from "../../src/cli/venue.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, optimizeCommand, ...clientCommands, configCommand, signCommand, venueCommand])
+  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, optimizeCommand, dataCommand, ...clientCommands, configCommand, signCommand, venueCommand])
 )
 
 runCli(svcbot, { name: "svcbot", version: "0.1.0" })(process.argv).pipe(
