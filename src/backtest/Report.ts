@@ -246,7 +246,7 @@ const chartData = (input: ReportInput, benchmark: BuyAndHold | undefined, trades
   if (benchmark !== undefined) {
     benchmarkMarks = new Float64Array(n + 1)
     benchmarkMarks[0] = initial
-    benchmarkMarks.set(buyAndHoldMarks(benchmark, candles), 1)
+    benchmarkMarks.set(buyAndHoldMarks(benchmark, closes), 1)
   }
   const fills = [...input.fills].sort((a, b) => a.time - b.time)
   const tick = input.pair?.tickSize

@@ -35,10 +35,10 @@ export const buyAndHold = (initialEquity: Decimal, candles: ReadonlyArray<Candle
   }
 }
 
-/** The benchmark's value at each candle's close, for drawing. */
-export const buyAndHoldMarks = (benchmark: BuyAndHold, candles: ReadonlyArray<Candle>): Float64Array => {
+/** The benchmark's value at each candle's close, for drawing, from the closes as doubles. */
+export const buyAndHoldMarks = (benchmark: BuyAndHold, closes: ArrayLike<number>): Float64Array => {
   const perPrice = toFloat(benchmark.initialEquity) / toFloat(benchmark.entryPrice)
-  const marks = new Float64Array(candles.length)
-  for (let i = 0; i < candles.length; i++) marks[i] = perPrice * toFloat(candles[i]!.close)
+  const marks = new Float64Array(closes.length)
+  for (let i = 0; i < closes.length; i++) marks[i] = perPrice * closes[i]!
   return marks
 }

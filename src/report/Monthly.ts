@@ -34,18 +34,27 @@ export const periodReturns = (
   const years: Array<PeriodReturn> = []
   let monthStart = initialEquity
   let yearStart = initialEquity
+  // Dates are made only where a month turns, not per candle.
+  let year = 0
+  let month = 0
+  let nextMonthMs = Number.NEGATIVE_INFINITY
+  const enter = (openTimeMs: number) => {
+    const open = new Date(openTimeMs)
+    year = open.getUTCFullYear()
+    month = open.getUTCMonth()
+    nextMonthMs = Date.UTC(year, month + 1, 1)
+  }
+  if (candles.length > 0) enter(candles[0]!.openTimeMs)
   for (let i = 0; i < candles.length; i++) {
-    const open = new Date(candles[i]!.openTimeMs)
-    const next = candles[i + 1] === undefined ? undefined : new Date(candles[i + 1]!.openTimeMs)
-    const year = open.getUTCFullYear()
-    const month = open.getUTCMonth()
-    const monthEnds = next === undefined || next.getUTCMonth() !== month || next.getUTCFullYear() !== year
-    if (!monthEnds) continue
+    const next = candles[i + 1]?.openTimeMs
+    if (next !== undefined && next < nextMonthMs) continue
     const end = equity[i]!
     months.push(periodReturn(year, month, monthStart, end))
     monthStart = end
-    if (next === undefined || next.getUTCFullYear() !== year) {
-      years.push(periodReturn(year, undefined, yearStart, end))
+    const endedYear = year
+    if (next !== undefined) enter(next)
+    if (next === undefined || year !== endedYear) {
+      years.push(periodReturn(endedYear, undefined, yearStart, end))
       yearStart = end
     }
   }
