@@ -27,6 +27,7 @@ import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { parseTime } from "./backtest.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 
 const iso = (ms: number): string => new Date(ms).toISOString()
 
@@ -55,12 +56,13 @@ const stderrLog = Log.layer({ destination: process.stderr, level: "warn" })
 const refusal = (error: MarketDataRefused | CandleFileInvalid): CliError => usageError(error.message)
 
 const common = {
-  symbol: Options.text("symbol").pipe(Options.withDescription("the pair, one word as the venue lists it, e.g. BTCUSDT")),
-  interval: Options.text("interval").pipe(Options.withDefault("1m"), Options.withDescription("candle interval: 1m, 5m, 15m, 1h, 4h or 1d (what the venue serves)")),
-  out: Options.text("out").pipe(Options.withDescription("the CSV file to write or continue (open_time_ms,open,high,low,close,volume), one per symbol and interval")),
-  baseUrl: Options.text("base-url").pipe(Options.optional, Options.withDescription("the exchange, e.g. https://exchange.example (else SVC_BASE_URL)")),
+  symbol: Options.text("symbol").pipe(Options.withPseudoName("SYMBOL"), Options.withDescription("the pair, one word as the venue lists it, e.g. BTCUSDT")),
+  interval: Options.text("interval").pipe(Options.withPseudoName("INTERVAL"), Options.withDefault("1m"), Options.withDescription("candle interval: 1m, 5m, 15m, 1h, 4h or 1d (what the venue serves)")),
+  out: Options.text("out").pipe(Options.withPseudoName("FILE"), Options.withDescription("the CSV file to write or continue (open_time_ms,open,high,low,close,volume), one per symbol and interval")),
+  baseUrl: Options.text("base-url").pipe(Options.withPseudoName("URL"), Options.optional, Options.withDescription("the exchange, e.g. https://exchange.example (else SVC_BASE_URL)")),
   json: Options.boolean("json").pipe(Options.withDescription("print the summary as one JSON object")),
   pageSize: Options.integer("page-size").pipe(
+    Options.withPseudoName("N"),
     Options.withDefault(MAX_PAGE_SIZE),
     Options.withDescription(`candles asked per request, 1 to ${MAX_PAGE_SIZE} (lower it for a venue that serves smaller pages)`)
   )
@@ -114,8 +116,8 @@ export const downloadCommand = Command.make(
   "download",
   {
     ...common,
-    from: Options.text("from").pipe(Options.withDescription("first candle open time (inclusive): epoch ms or a UTC date such as 2024-03-01")),
-    to: Options.text("to").pipe(Options.optional, Options.withDescription("end (exclusive): epoch ms or UTC date; default and latest: the last closed candle"))
+    from: Options.text("from").pipe(Options.withPseudoName("TIME"), Options.withDescription("first candle open time (inclusive): epoch ms or a UTC date such as 2024-03-01")),
+    to: Options.text("to").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("end (exclusive): epoch ms or UTC date; default and latest: the last closed candle"))
   },
   (args) =>
     Effect.gen(function* () {
@@ -166,13 +168,26 @@ export const downloadCommand = Command.make(
         yield* Console.log(`${label}: wrote ${counted(file.written, "candle")} to ${args.out}${resumed}; ${holds}; ${counted(tally.requests, "request")}`)
       }).pipe(Effect.scoped, Effect.provide(publicClient(baseUrl)))
     }).pipe(Effect.provide(stderrLog))
-).pipe(Command.withDescription("Download closed candles of a pair into a CSV for backtests; run it again to continue an interrupted download"))
+).pipe(
+  Command.withDescription(
+    described("Download closed candles of a pair into a CSV for backtests; run it again to continue an interrupted download", {
+      details: [
+        "Pages the venue's public candles endpoint (no API key), writing each page as it arrives. Run again, it continues after the file's last complete row; a partial last line left by a kill is fetched again.",
+        "Progress on stderr, one summary line on stdout. Exit 2 for bad input (unknown symbol, interval, time range, a file of another layout or interval), 1 when the venue stops answering."
+      ],
+      examples: [
+        "svcbot data download --symbol BTCUSDT --from 2026-11-01 --to 2026-11-08 --out data/btcusdt-1m.csv --base-url http://127.0.0.1:8080",
+        "svcbot data download --symbol ETHUSDT --interval 1h --from 1761955200000 --out data/ethusdt-1h.csv --json"
+      ]
+    })
+  )
+)
 
 export const recordCommand = Command.make(
   "record",
   {
     ...common,
-    pollMs: Options.integer("poll-ms").pipe(Options.withDefault(5000), Options.withDescription("milliseconds between polls of the venue (100 to 60000)"))
+    pollMs: Options.integer("poll-ms").pipe(Options.withPseudoName("MS"), Options.withDefault(5000), Options.withDescription("milliseconds between polls of the venue (100 to 60000)"))
   },
   (args) =>
     Effect.gen(function* () {
@@ -227,9 +242,22 @@ export const recordCommand = Command.make(
         )
       }).pipe(Effect.scoped, Effect.provide(publicClient(baseUrl)))
     }).pipe(Effect.provide(stderrLog))
-).pipe(Command.withDescription("Append each closed candle of a pair to a CSV as it closes, until stopped (SIGTERM, Ctrl-C); continues the file's last row"))
+).pipe(
+  Command.withDescription(
+    described("Append each candle of a pair to a CSV once it has closed, until stopped (SIGTERM, Ctrl-C)", {
+      details: [
+        "Runs beside the daemon; needs no API key. On a file that holds candles it first catches up from the file's last row; on a new file it starts with the candle that closed last. A stop leaves whole lines only."
+      ],
+      examples: ["svcbot data record --symbol BTCUSDT --out data/btcusdt-1m.csv --base-url http://127.0.0.1:8080"]
+    })
+  )
+)
 
 export const dataCommand = Command.make("data").pipe(
-  Command.withDescription("Market data for backtests: download candle history, record live candles"),
+  Command.withDescription(
+    described("Market data for backtests: download candle history, record live candles", {
+      examples: ["svcbot data download --help", "svcbot data record --help"]
+    })
+  ),
   Command.withSubcommands([downloadCommand, recordCommand])
 )
