@@ -257,7 +257,7 @@ export const usageLine = (node: CommandNode): string => {
   if (node.children.length > 0) return [...node.path, "COMMAND", "[options]"].join(" ")
   const required = node.flags.filter((flag) => flag.required).map(flagUsage)
   const args = node.args.map((arg) => `${arg.required ? arg.name : `[${arg.name}]`}${arg.repeatable ? "..." : ""}`)
-  return [...node.path, ...required, "[options]", ...args].join(" ")
+  return [...node.path, ...args, ...required, "[options]"].join(" ")
 }
 
 export interface Style {

@@ -10,13 +10,18 @@ import { existsSync } from "node:fs"
 import { Database } from "../store/Database.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 import { daemonDatabase } from "./status.js"
 
 const options = {
   clientOrderId: Args.text({ name: "CLIENT_ORDER_ID" }).pipe(Args.optional, Args.withDescription("the lost order to acknowledge")),
   all: Options.boolean("all").pipe(Options.withDescription("acknowledge every lost order")),
   config: Options.file("config").pipe(Options.optional, Options.withDescription("the daemon's JSON config (for its database.path)")),
-  db: Options.text("db").pipe(Options.optional, Options.withDescription("the daemon's SQLite file"))
+  db: Options.text("db").pipe(
+    Options.withPseudoName("FILE"),
+    Options.optional,
+    Options.withDescription("the daemon's SQLite file (default: the config's database.path, else $SVC_DATABASE_PATH, else data/svcbot.db)")
+  )
 }
 
 export const ackLostCommand = Command.make("ack-lost", options, (flags) =>
@@ -36,4 +41,11 @@ export const ackLostCommand = Command.make("ack-lost", options, (flags) =>
     }
     yield* Console.log(acknowledged.length === 0 ? "no lost orders to acknowledge" : `acknowledged ${acknowledged.length} lost order(s): ${acknowledged.join(", ")}`)
   })
-).pipe(Command.withDescription("Acknowledge orders the venue no longer knows (state lost), once checked on the website"))
+).pipe(
+  Command.withDescription(
+    described("Acknowledge orders the venue no longer knows (state lost), once checked on the website", {
+      details: ["Give one CLIENT_ORDER_ID or --all. `svcbot status` lists the lost orders."],
+      examples: ["svcbot ack-lost co_0000000001", "svcbot ack-lost --all --config config/default.json", "svcbot ack-lost co_0000000001 --db data/svcbot.db"]
+    })
+  )
+)

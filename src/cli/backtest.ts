@@ -27,6 +27,7 @@ import { openDatabase } from "../store/Database.js"
 import { loadStrategy } from "../strategy/Loader.js"
 import { decodeParams, type StrategyDefinition } from "../strategy/Strategy.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 
 const DEFAULT_DB = "data/svcbot.db"
 
@@ -34,6 +35,7 @@ const fromEither = <A, E extends { readonly message: string }>(either: Either.Ei
   Either.match(either, { onLeft: (e) => Effect.fail(usageError(e.message)), onRight: Effect.succeed })
 
 const dbOption = Options.text("db").pipe(
+  Options.withPseudoName("FILE"),
   Options.optional,
   Options.withDescription(
     `the evidence store: SQLite file that records runs and promotions (default: the --config's evidence.path or database.path, else $SVC_EVIDENCE_PATH, $SVC_DATABASE_PATH or ${DEFAULT_DB})`
@@ -68,30 +70,55 @@ const optionalTime = (value: Option.Option<string>, flag: string): Effect.Effect
   Option.isNone(value) ? Effect.succeed(undefined) : fromEither(parseTime(value.value, flag))
 
 const backtestOptions = {
-  strategy: Options.text("strategy").pipe(Options.optional, Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
+  strategy: Options.text("strategy").pipe(
+    Options.withPseudoName("NAME"),
+    Options.optional,
+    Options.withDescription("a shipped strategy (dca, grid, market-maker, protective-stop, rebalance, sma-crossover) or a path to a plugin file; or give --config and --instance")
+  ),
   config: Options.file("config").pipe(
     Options.optional,
     Options.withDescription("a daemon config: with --instance, the strategy, symbol, params, schedule and allocation (as balances) of that instance")
   ),
-  instance: Options.text("instance").pipe(Options.optional, Options.withDescription("the strategies[].id (or strategy) of the --config instance to run")),
+  instance: Options.text("instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("the strategies[].id (or strategy) of the --config instance to run")),
   params: Options.text("params").pipe(
+    Options.withPseudoName("JSON|FILE"),
     Options.optional,
     Options.withDescription("the strategy's params: inline JSON or a JSON file (default: the --instance's params, else {}: the strategy's defaults)")
   ),
-  data: Options.text("data").pipe(Options.optional, Options.withDescription("OHLCV CSV file (open_time_ms,open,high,low,close,volume or the exchange kline layout)")),
-  synthetic: Options.text("synthetic").pipe(Options.optional, Options.withDescription("the venue's seeded synthetic tape as SEED:CANDLES, e.g. 42:10080")),
-  from: Options.text("from").pipe(Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date")),
-  to: Options.text("to").pipe(Options.optional, Options.withDescription("last candle open time (exclusive): epoch ms or UTC date")),
-  symbol: Options.text("symbol").pipe(Options.withDefault("BTCUSDT"), Options.withDescription("the venue pair whose rules (tick, step, minimums, book depth) apply")),
-  balances: Options.text("balances").pipe(Options.withDefault('{"USDT": "10000"}'), Options.withDescription("starting balances as JSON, e.g. {\"USDT\": \"10000\"}")),
-  fees: Options.text("fees").pipe(Options.optional, Options.withDescription("fee rate for maker and taker (0.001) or MAKER,TAKER; the venue's by default")),
-  settleMs: Options.integer("settle-ms").pipe(Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement, as on svc-venue")),
-  schedule: Options.text("schedule").pipe(Options.optional, Options.withDescription("cron expression firing the strategy's schedule timer")),
-  report: Options.text("report").pipe(Options.optional, Options.withDescription("write a self-contained HTML report to this file")),
-  json: Options.boolean("json").pipe(Options.withDescription("print the metrics and every fill as one JSON object")),
-  sweep: Options.text("sweep").pipe(Options.optional, Options.withDescription("grid file: run every combination of its params and rank them")),
-  threads: Options.integer("threads").pipe(Options.optional, Options.withDescription("worker threads for --sweep (default: the number of cores)")),
-  out: Options.text("out").pipe(Options.optional, Options.withDescription("where --sweep writes its ranked CSV table (default: next to the grid file)")),
+  data: Options.text("data").pipe(
+    Options.withPseudoName("FILE"),
+    Options.optional,
+    Options.withDescription("OHLCV CSV file (open_time_ms,open,high,low,close,volume or the exchange kline layout); give it or --synthetic")
+  ),
+  synthetic: Options.text("synthetic").pipe(
+    Options.withPseudoName("SEED:CANDLES"),
+    Options.optional,
+    Options.withDescription("the venue's seeded synthetic tape of 1-minute candles, e.g. 42:10080 (a week); give it or --data")
+  ),
+  from: Options.text("from").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date (default: the first candle)")),
+  to: Options.text("to").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("last candle open time (exclusive): epoch ms or UTC date (default: after the last candle)")),
+  symbol: Options.text("symbol").pipe(
+    Options.withPseudoName("SYMBOL"),
+    Options.withDefault("BTCUSDT"),
+    Options.withDescription("the venue pair whose rules (tick, step, minimums, book depth) apply; an --instance's symbol wins")
+  ),
+  balances: Options.text("balances").pipe(
+    Options.withPseudoName("JSON"),
+    Options.withDefault('{"USDT": "10000"}'),
+    Options.withDescription("starting balances as JSON; an --instance's allocation wins")
+  ),
+  fees: Options.text("fees").pipe(Options.withPseudoName("RATE|MAKER,TAKER"), Options.optional, Options.withDescription("fee rate for maker and taker, e.g. 0.001 or 0.0008,0.001 (default: the venue's fees)")),
+  settleMs: Options.integer("settle-ms").pipe(Options.withPseudoName("MS"), Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement, as on svc-venue")),
+  schedule: Options.text("schedule").pipe(
+    Options.withPseudoName("CRON"),
+    Options.optional,
+    Options.withDescription("cron expression firing the strategy's schedule timer (default: the --instance's schedule, else none)")
+  ),
+  report: Options.text("report").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("also write a self-contained HTML report to this file")),
+  json: Options.boolean("json").pipe(Options.withDescription("print the result as one JSON object on stdout (the metrics and every fill; with --sweep, the ranked results)")),
+  sweep: Options.text("sweep").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("grid file: run every combination of its params and rank them (docs/backtest.md)")),
+  threads: Options.integer("threads").pipe(Options.withPseudoName("N"), Options.optional, Options.withDescription("worker threads for --sweep (default: the number of cores)")),
+  out: Options.text("out").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("where --sweep writes its ranked CSV table (default: the grid file's name with .ranked.csv)")),
   db: dbOption
 }
 
@@ -334,8 +361,17 @@ export const promoteCommand = Command.make(
   {
     name: Args.text({ name: "NAME" }).pipe(Args.withDescription("the strategy (or the config's strategy instance id)")),
     to: Options.choice("to", ["paper", "live"]).pipe(Options.withDescription("the stage to promote to")),
-    params: Options.text("params").pipe(Options.optional, Options.withDescription("params as inline JSON or a JSON file (default: the config instance's)")),
-    config: Options.text("config").pipe(Options.optional, Options.withDescription("config file with the strategy instance, its params and its promotion gates")),
+    params: Options.text("params").pipe(
+      Options.withPseudoName("JSON|FILE"),
+      Options.optional,
+      Options.withDescription("params as inline JSON or a JSON file (default: the config instance's; without --config it is required)")
+    ),
+    config: Options.text("config").pipe(
+      Options.withPseudoName("FILE"),
+      Options.optional,
+      Options.withDescription("config file with the strategy instance, its params and its promotion gates (default: none; the default gates apply)")
+    ),
+    json: Options.boolean("json").pipe(Options.withDescription("print the promotion record as one JSON object")),
     db: dbOption
   },
   (flags) =>
@@ -359,6 +395,7 @@ export const promoteCommand = Command.make(
       }
       const promotion = outcome.right
       yield* logEvent("promotion.granted", { strategy: subject.strategy, stage: flags.to, promotionId: promotion.promotionId, sourceHash: promotion.sourceHash, paramsHash: promotion.paramsHash })
+      if (flags.json) return yield* Console.log(JSON.stringify(promotion))
       yield* Console.log(
         [
           `${subject.strategy} promoted to ${flags.to} (promotion #${promotion.promotionId})`,
@@ -368,13 +405,24 @@ export const promoteCommand = Command.make(
         ].join("\n") + describeParity(promotion.evidence.parity ?? [])
       )
     })
-).pipe(Command.withDescription("Promote a strategy to paper or live when the evidence for its exact source and params passes every gate"))
+).pipe(
+  Command.withDescription(
+    described("Promote a strategy to paper or live when the evidence for its exact source and params passes every gate", {
+      details: ["Exit code 0 when promoted, 1 when a gate refuses (the failed gates are named on stderr)."],
+      examples: [
+        "svcbot promote btc-sma --to paper --config config/default.json",
+        "svcbot promote btc-sma --to live --config config/live.json",
+        "svcbot promote sma-crossover --to paper --params '{\"fastPeriod\": 9, \"slowPeriod\": 21}'"
+      ]
+    })
+  )
+)
 
 export const promotionsCommand = Command.make(
   "promotions",
   {
     strategy: Args.text({ name: "NAME" }).pipe(Args.optional, Args.withDescription("only this strategy")),
-    json: Options.boolean("json").pipe(Options.withDescription("print the records as JSON")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the records as one JSON array")),
     db: dbOption
   },
   (flags) =>
@@ -398,4 +446,10 @@ export const promotionsCommand = Command.make(
           .join("\n")
       )
     })
-).pipe(Command.withDescription("List promotion records"))
+).pipe(
+  Command.withDescription(
+    described("List promotion records", {
+      examples: ["svcbot promotions", "svcbot promotions sma-crossover --json", "svcbot promotions --db data/evidence.db"]
+    })
+  )
+)

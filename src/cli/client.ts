@@ -13,6 +13,7 @@ import { defaultDialect, type Dialect } from "../svc/Dialect.js"
 import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -64,9 +65,11 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
 const iso = (ms: number): string => new Date(ms).toISOString()
 
 const common = {
-  baseUrl: Options.text("base-url").pipe(Options.optional, Options.withDescription("the exchange, e.g. https://exchange.example (else SVC_BASE_URL)")),
+  baseUrl: Options.text("base-url").pipe(Options.withPseudoName("URL"), Options.optional, Options.withDescription("the exchange, e.g. https://exchange.example (default: $SVC_BASE_URL)")),
   json: Options.boolean("json").pipe(Options.withDescription("print JSON instead of a table"))
 }
+
+const KEY_NOTE = "The key comes from SVC_API_KEY and SVC_API_SECRET, or their _FILE forms (Docker secrets)."
 
 const connect = (baseUrl: Option.Option<string>) => Effect.suspend(() => connectionFrom(baseUrl))
 
@@ -81,11 +84,18 @@ export const balancesCommand = Command.make("balances", common, (args) =>
       )
     )
   })
-).pipe(Command.withDescription("Print the spot wallet: free, locked and total per asset"))
+).pipe(
+  Command.withDescription(
+    described("Print the spot wallet: free, locked and total per asset", {
+      details: [KEY_NOTE],
+      examples: ["svcbot balances --base-url https://exchange.example", "svcbot balances --json"]
+    })
+  )
+)
 
 export const ordersCommand = Command.make(
   "orders",
-  { ...common, symbol: Options.text("symbol").pipe(Options.optional, Options.withDescription("only this pair, e.g. BTCUSDT")) },
+  { ...common, symbol: Options.text("symbol").pipe(Options.withPseudoName("SYMBOL"), Options.optional, Options.withDescription("only this pair, e.g. BTCUSDT (default: every pair)")) },
   (args) =>
     Effect.gen(function* () {
       const symbol = Option.getOrUndefined(args.symbol)
@@ -109,11 +119,18 @@ export const ordersCommand = Command.make(
         )
       )
     })
-).pipe(Command.withDescription("Print the open orders"))
+).pipe(
+  Command.withDescription(
+    described("Print the open orders", {
+      details: [KEY_NOTE],
+      examples: ["svcbot orders --base-url https://exchange.example", "svcbot orders --symbol BTCUSDT --json"]
+    })
+  )
+)
 
 export const fillsCommand = Command.make(
   "fills",
-  { ...common, limit: Options.integer("limit").pipe(Options.withDefault(50), Options.withDescription("how many of the newest fills (1 to 500)")) },
+  { ...common, limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDefault(50), Options.withDescription("how many of the newest fills (1 to 500)")) },
   (args) =>
     Effect.gen(function* () {
       if (args.limit < 1 || args.limit > 500) return yield* Effect.fail(usageError(`--limit must be from 1 to 500, got ${args.limit}`))
@@ -137,7 +154,14 @@ export const fillsCommand = Command.make(
         )
       )
     })
-).pipe(Command.withDescription("Print the newest fills"))
+).pipe(
+  Command.withDescription(
+    described("Print the newest fills", {
+      details: [KEY_NOTE],
+      examples: ["svcbot fills --base-url https://exchange.example", "svcbot fills --limit 500 --json"]
+    })
+  )
+)
 
 export interface Check {
   readonly check: "credentials" | "reachability" | "clock" | "read permission"
@@ -222,7 +246,14 @@ export const doctorCommand = Command.make("doctor", common, (args) =>
     const failed = checks.filter((c) => !c.ok).length
     if (failed > 0) return yield* Effect.fail(new CliError({ message: `${failed} check${failed === 1 ? "" : "s"} failed`, exitCode: 1 }))
   })
-).pipe(Command.withDescription("Check the key and secret format, reachability, clock skew and Read permission"))
+).pipe(
+  Command.withDescription(
+    described("Check the key and secret format, reachability, clock skew and Read permission", {
+      details: [`${KEY_NOTE} Exit code 0 when every check passes, 1 when one fails.`],
+      examples: ["svcbot doctor --base-url https://exchange.example", "SVC_API_KEY_FILE=key SVC_API_SECRET_FILE=secret svcbot doctor --json"]
+    })
+  )
+)
 
 /** The client commands, for the svcbot command tree. */
 export const clientCommands = [balancesCommand, ordersCommand, fillsCommand, doctorCommand] as const

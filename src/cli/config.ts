@@ -5,12 +5,22 @@
 import { Command } from "@effect/cli"
 import { Console } from "effect"
 import { configJsonSchemaText } from "../config/JsonSchema.js"
+import { described } from "./Help.js"
 
 const schemaCommand = Command.make("schema", {}, () => Console.log(configJsonSchemaText().trimEnd())).pipe(
-  Command.withDescription("Print the config file's JSON Schema (config/svcbot.schema.json); name it in a config's \"$schema\" for checks and completion in editors")
+  Command.withDescription(
+    described("Print the config file's JSON Schema, as committed in config/svcbot.schema.json", {
+      details: ['Name it in a config\'s "$schema" for checks and completion in editors.'],
+      examples: ["svcbot config schema", "svcbot config schema > config/svcbot.schema.json"]
+    })
+  )
 )
 
 export const configCommand = Command.make("config").pipe(
-  Command.withDescription("The config file's tools"),
+  Command.withDescription(
+    described("The config file's tools", {
+      examples: ["svcbot config schema", "svcbot config schema --help"]
+    })
+  ),
   Command.withSubcommands([schemaCommand])
 )

@@ -231,15 +231,15 @@ const runOptimisation = (flags: Flags) =>
           ...(space.halving === undefined ? {} : { halving: space.halving }),
           constraints: space.constraints,
           ranked: found.ranked,
-          ...(found.folds === undefined ? {} : { walkForward: { spec: walk!.text, folds: found.folds, overfitFolds: found.folds.filter((f) => f.overfit).length } })
+          ...(found.folds === undefined || walk === undefined ? {} : { walkForward: { spec: walk.text, folds: found.folds, overfitFolds: found.folds.filter((f) => f.overfit).length } })
         }
         store.finishRun(runId, outcome)
         return outcome
       })
     )
-    if (Option.isSome(flags.html)) yield* writePage(dbPath, outcome, flags)
+    const page = Option.isSome(flags.html) ? yield* writePage(dbPath, outcome, flags) : undefined
     if (newId !== undefined && configPath !== undefined) yield* writeInstance(configPath, newId, outcome, settings)
-    yield* Console.log(flags.json ? outcomeJson(outcome) : `${outcomeText(outcome)}\nresults: ${resolve(dbPath)}`)
+    yield* Console.log(flags.json ? outcomeJson(outcome) : [outcomeText(outcome), `results: ${resolve(dbPath)}`, ...(page === undefined ? [] : [`page: ${page}`])].join("\n"))
   })
 
 const heatmapChoice = (flags: Flags): Effect.Effect<readonly [string, string] | undefined, CliError> => {

@@ -10,12 +10,17 @@ import { existsSync } from "node:fs"
 import { Database } from "../store/Database.js"
 import { StrategyStateStore } from "../strategy/StateStore.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 import { daemonDatabase } from "./status.js"
 
 const options = {
   instance: Args.text({ name: "INSTANCE" }).pipe(Args.withDescription("the strategy instance id, as in the config's strategies[].id")),
   config: Options.file("config").pipe(Options.optional, Options.withDescription("the daemon's JSON config (for its database.path)")),
-  db: Options.text("db").pipe(Options.optional, Options.withDescription("the daemon's SQLite file"))
+  db: Options.text("db").pipe(
+    Options.withPseudoName("FILE"),
+    Options.optional,
+    Options.withDescription("the daemon's SQLite file (default: the config's database.path, else $SVC_DATABASE_PATH, else data/svcbot.db)")
+  )
 }
 
 export const resumeCommand = Command.make("resume", options, (flags) =>
@@ -32,4 +37,11 @@ export const resumeCommand = Command.make("resume", options, (flags) =>
     }
     yield* Console.log(outcome === "resumed" ? `${flags.instance} resumed: the running daemon takes it up within seconds` : `${flags.instance} is not paused`)
   })
-).pipe(Command.withDescription("Resume a paused strategy instance (paused after repeated refusals or a handler error)"))
+).pipe(
+  Command.withDescription(
+    described("Resume a paused strategy instance (paused after repeated refusals or a handler error)", {
+      details: ["The running daemon takes it up within seconds; a restart resumes every instance anyway."],
+      examples: ["svcbot resume btc-sma", "svcbot resume btc-grid --config config/default.json", "svcbot resume eth-mm --db data/svcbot.db"]
+    })
+  )
+)

@@ -16,6 +16,7 @@ import * as Log from "../log/Logger.js"
 import { AlertWebhook } from "../ops/AlertWebhook.js"
 import { liveStatus } from "../promotion/Promotion.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
@@ -30,8 +31,8 @@ export const parseDuration = (text: string): Either.Either<Duration.Duration, st
 
 const options = {
   config: Options.file("config").pipe(Options.withDefault("config/default.json"), Options.withDescription("the daemon's JSON config")),
-  mode: Options.choice("mode", ["paper", "live"]).pipe(Options.optional, Options.withDescription("overrides the config's mode")),
-  runFor: Options.text("for").pipe(Options.optional, Options.withDescription("stop by itself after this long, e.g. 20s or 2h")),
+  mode: Options.choice("mode", ["paper", "live"]).pipe(Options.optional, Options.withDescription("overrides the config's mode (default: the config's, else $SVC_MODE, else paper)")),
+  runFor: Options.text("for").pipe(Options.withPseudoName("DURATION"), Options.optional, Options.withDescription("stop by itself after this long, e.g. 20s, 5m or 1h30m (default: run until a signal)")),
   acceptUnpromoted: Options.boolean("i-accept-unpromoted").pipe(Options.withDescription("live mode: also start strategies without a live promotion record"))
 }
 
@@ -117,4 +118,13 @@ export const runCommand = Command.make("run", options, (flags) =>
       Effect.provide(logging)
     )
   }).pipe(Effect.provide(Health.Default))
-).pipe(Command.withDescription("Run the trading daemon (paper trading on the embedded venue by default)"))
+).pipe(
+  Command.withDescription(
+    described("Run the trading daemon (paper trading on the embedded venue by default)", {
+      details: [
+        "Logs one JSON line per event on stdout (pretty on a terminal), for the container's log collector. Exit code 0 after a clean stop (a signal or --for), 2 for a configuration problem (nothing was written), 1 when the venue, the key or the database failed at start or the engine stopped."
+      ],
+      examples: ["svcbot run", "svcbot run --config config/default.json --for 20s", "svcbot run --config config/live.json --mode live"]
+    })
+  )
+)

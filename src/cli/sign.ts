@@ -8,6 +8,7 @@ import { Console, Effect, Option } from "effect"
 import { registerSecret } from "../log/Redaction.js"
 import { keyIdProblem, secretProblem, signRequest, type Body } from "../svc/Signer.js"
 import { usageError } from "./errors.js"
+import { described } from "./Help.js"
 
 const readFile = (path: string, what: string) =>
   Effect.try({
@@ -22,13 +23,13 @@ const integerText = (value: string, flag: string) =>
 export const showLineFeeds = (canonical: string): string => canonical.split("\n").join("\\n\n")
 
 const options = {
-  method: Options.text("method").pipe(Options.withDescription("HTTP method, e.g. GET or POST")),
-  target: Options.text("target").pipe(Options.withDescription("path and raw query exactly as sent, e.g. '/api/spot/fills?limit=50'")),
-  body: Options.text("body").pipe(Options.optional, Options.withDescription("request body as a string (UTF-8)")),
-  bodyFile: Options.file("body-file").pipe(Options.optional, Options.withDescription("file holding the exact body bytes")),
-  timestamp: Options.text("timestamp").pipe(Options.withDescription("X-SVC-TIMESTAMP, milliseconds since the epoch")),
-  recvWindow: Options.text("recv-window").pipe(Options.withDefault("5000"), Options.withDescription("X-SVC-RECV-WINDOW")),
-  secretFile: Options.file("secret-file").pipe(Options.optional, Options.withDescription("file holding the secret (else SVC_API_SECRET)")),
+  method: Options.text("method").pipe(Options.withPseudoName("METHOD"), Options.withDescription("HTTP method, e.g. GET or POST")),
+  target: Options.text("target").pipe(Options.withPseudoName("TARGET"), Options.withDescription("path and raw query exactly as sent, e.g. '/api/spot/fills?limit=50'")),
+  body: Options.text("body").pipe(Options.withPseudoName("TEXT"), Options.optional, Options.withDescription("request body as a string (UTF-8) (default: no body)")),
+  bodyFile: Options.file("body-file").pipe(Options.optional, Options.withDescription("file holding the exact body bytes, instead of --body")),
+  timestamp: Options.text("timestamp").pipe(Options.withPseudoName("MS"), Options.withDescription("X-SVC-TIMESTAMP, milliseconds since the epoch")),
+  recvWindow: Options.text("recv-window").pipe(Options.withPseudoName("MS"), Options.withDefault("5000"), Options.withDescription("X-SVC-RECV-WINDOW, in milliseconds")),
+  secretFile: Options.file("secret-file").pipe(Options.optional, Options.withDescription("file holding the secret (default: $SVC_API_SECRET)")),
   json: Options.boolean("json").pipe(Options.withDescription("print one JSON object"))
 }
 
@@ -75,4 +76,15 @@ export const signCommand = Command.make("sign", options, (args) =>
       ].join("\n")
     )
   })
-).pipe(Command.withDescription("Print the SVC1 canonical string, signature and headers of a request"))
+).pipe(
+  Command.withDescription(
+    described("Print the SVC1 canonical string, signature and headers of a request", {
+      details: ["The first tool to reach for when the exchange answers API_KEY_INVALID: compare its canonical string with the one your client signed."],
+      examples: [
+        "svcbot sign --method GET --target /api/wallets/spot --timestamp 1764000000000",
+        "svcbot sign --method POST --target /api/spot/order --body '{\"symbol\":\"BTCUSDT\"}' --timestamp 1764000000000 --json",
+        "svcbot sign --method GET --target '/api/spot/fills?limit=50' --timestamp 1764000000000 --secret-file secret.txt"
+      ]
+    })
+  )
+)

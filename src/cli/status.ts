@@ -22,6 +22,7 @@ import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import type { FillTableRow } from "../store/FillLedger.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 
 const DEFAULT_DB = "data/svcbot.db"
 const DAY_MS = 86_400_000
@@ -449,6 +450,7 @@ const options = {
     Options.withDescription("the daemon's JSON config: its database.path, its strategy instances and daily loss limit")
   ),
   db: Options.text("db").pipe(
+    Options.withPseudoName("FILE"),
     Options.optional,
     Options.withDescription(`the daemon's SQLite file (default: the config's database.path, else $SVC_DATABASE_PATH, else ${DEFAULT_DB})`)
   ),
@@ -476,4 +478,11 @@ export const statusCommand = Command.make("status", options, (flags) =>
     )
     yield* Console.log(flags.json ? JSON.stringify(report) : renderStatus(report))
   })
-).pipe(Command.withDescription("Show strategy instances, open orders, today's fills, PnL and reconciliation from the daemon's database"))
+).pipe(
+  Command.withDescription(
+    described("Show strategy instances, open orders, today's fills, PnL and reconciliation from the daemon's database", {
+      details: ["Reads the database only (read-only, safe while the daemon runs)."],
+      examples: ["svcbot status", "svcbot status --config config/default.json", "svcbot status --db data/svcbot.db --json"]
+    })
+  )
+)

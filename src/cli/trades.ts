@@ -12,6 +12,7 @@ import { atPlaces, placesSeen, type Precision, ratio } from "../domain/Display.j
 import { bookFillOf, portfolio } from "../engine/Portfolio.js"
 import { type RoundTrip, roundTrips } from "../engine/RoundTrips.js"
 import { parseTime } from "./backtest.js"
+import { described } from "./Help.js"
 import { daemonDatabase, displayPrecision, type FillRecord, openReadOnly, pairsFromFees, readFills } from "./status.js"
 
 /** What the ledger says of one instance: its round trips and its profit per pair. */
@@ -152,8 +153,12 @@ const table = (head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<st
 
 const common = {
   config: Options.file("config").pipe(Options.optional, Options.withDescription("the daemon's JSON config (for its database.path)")),
-  db: Options.text("db").pipe(Options.optional, Options.withDescription("the daemon's SQLite file (default: the config's database.path, else $SVC_DATABASE_PATH)")),
-  instance: Options.text("instance").pipe(Options.optional, Options.withDescription("only this strategy instance (a strategies[].id)")),
+  db: Options.text("db").pipe(
+    Options.withPseudoName("FILE"),
+    Options.optional,
+    Options.withDescription("the daemon's SQLite file (default: the config's database.path, else $SVC_DATABASE_PATH, else data/svcbot.db)")
+  ),
+  instance: Options.text("instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("only this strategy instance, a strategies[].id (default: every instance)")),
   json: Options.boolean("json").pipe(Options.withDescription("print one JSON object"))
 }
 
@@ -169,7 +174,7 @@ const withLedger = <A>(flags: { readonly config: Option.Option<string>; readonly
 
 export const tradesCommand = Command.make(
   "trades",
-  { ...common, since: Options.text("since").pipe(Options.optional, Options.withDescription("only trades opened at or after this time: epoch ms or a UTC date")) },
+  { ...common, since: Options.text("since").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("only trades opened at or after this time: epoch ms or a UTC date (default: all)")) },
   (flags) =>
     Effect.gen(function* () {
       const since = Option.isSome(flags.since) ? yield* parseTime(flags.since.value, "--since") : undefined
@@ -186,7 +191,13 @@ export const tradesCommand = Command.make(
         )
       )
     })
-).pipe(Command.withDescription("List the round trips of each instance from the ledger: entry, exit, net PnL, fees and duration"))
+).pipe(
+  Command.withDescription(
+    described("List the round trips of each instance from the ledger: entry, exit, net PnL, fees and duration", {
+      examples: ["svcbot trades", "svcbot trades --instance btc-sma --since 2026-11-01", "svcbot trades --config config/default.json --json"]
+    })
+  )
+)
 
 export const profitCommand = Command.make("profit", common, (flags) =>
   Effect.gen(function* () {
@@ -202,4 +213,11 @@ export const profitCommand = Command.make("profit", common, (flags) =>
       )
     )
   })
-).pipe(Command.withDescription("Profit per instance and per pair from the ledger: realised, unrealised (at the last fill's price), fees, win rate, best and worst trade"))
+).pipe(
+  Command.withDescription(
+    described("Profit per instance and per pair from the ledger: realised, unrealised, fees, win rate, best and worst trade", {
+      details: ["What is still held is valued at the last fill's price, as in `svcbot status`."],
+      examples: ["svcbot profit", "svcbot profit --instance btc-grid", "svcbot profit --db data/svcbot.db --json"]
+    })
+  )
+)

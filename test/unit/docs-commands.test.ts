@@ -3,20 +3,18 @@
  * ops/**, docker-compose.yml (its comments, and the `command:` of each service running one of
  * the two programs) and the Dockerfile's `CMD` — parses with the real CLI.
  *
- * How it parses without running anything: `@effect/cli` is mocked only to capture the root
- * command that apps/bot/main.ts and apps/venue/main.ts hand to `Command.run` (so the command
- * tree is the one users get) and to give main.ts an effect that does nothing. Each command line
+ * How it parses without running anything: `@effect/cli`'s `Command.run` and src/cli/App.ts's
+ * `runCli` are mocked only to capture the root command that apps/venue/main.ts and
+ * apps/bot/main.ts hand to them (so the command tree is the one users get) and to give main.ts
+ * an effect that does nothing. Each command line
  * then goes through `CliApp.run`, the function `Command.run` itself delegates to (built-in
  * options, subcommand choice, options, arguments, the check for leftover arguments), with a
  * handler that does nothing: no action runs, so nothing trades, writes, listens or reads a
  * config. A failure is @effect/cli's `ValidationError`, exactly what a user sees as a usage error.
  *
  * Not chosen: spawning `node bin/svcbot.js ARGS` runs the action of every command that parses
- * (`run` trades, `venue` serves until killed, `backtest` computes and records), costs about 2 s
- * per start, and its exit status does not tell a usage error from a failing action: @effect/cli's
- * usage errors exit 1 like a crash, and src/cli/errors.ts gives usage and configuration problems
- * the same 2. Appending `--help` is no shortcut: it reports an unknown flag, but
- * `svcbot resume --help` (INSTANCE missing) and `svcbot nosuch --help` exit 0.
+ * (`run` trades, `venue` serves until killed, `backtest` computes and records) and costs about
+ * 2 s per start; and appending `--help` checks only the command names, not the flags.
  * Not covered: checks a handler makes itself (`promote` needs --config or --params, `sign` takes
  * --body or --body-file, not both), since they need the action to run.
  *
@@ -63,6 +61,20 @@ vi.mock("@effect/cli", async (importOriginal) => {
         apps.set(config.name, cli.CliApp.make({ ...config, command: command.descriptor }))
         return () => Effect.void
       }
+    }
+  }
+})
+
+// svcbot runs its command line through src/cli/App.ts's runCli rather than Command.run.
+vi.mock("../../src/cli/App.js", async (importOriginal) => {
+  const app = await importOriginal<typeof import("../../src/cli/App.js")>()
+  const cli = await import("@effect/cli")
+  const { Effect } = await import("effect")
+  return {
+    ...app,
+    runCli: (command: { readonly descriptor: CommandDescriptor.Command<unknown> }, config: { readonly name: string; readonly version: string }) => {
+      apps.set(config.name, cli.CliApp.make({ ...config, command: command.descriptor }))
+      return () => Effect.void
     }
   }
 })
@@ -478,7 +490,7 @@ const runApp = CliApp.run as unknown as (
 /** `undefined` when the arguments parse; else the parser's message and the kind of complaint. */
 const parse = (program: Program, argv: ReadonlyArray<string>): Effect.Effect<{ readonly tag: ValidationError.ValidationError["_tag"]; readonly message: string } | undefined> => {
   const app = apps.get(program)
-  if (app === undefined) return Effect.die(new Error(`${program}'s main.ts did not call Command.run`))
+  if (app === undefined) return Effect.die(new Error(`${program}'s main.ts did not hand its command to Command.run or runCli`))
   return runApp(app, ["node", program, ...argv], () => Effect.void).pipe(
     Effect.match({
       onFailure: (error) => ({ tag: error._tag, message: HelpDoc.toAnsiText(error.error).replace(/\x1b\[[0-9;]*m/g, "").trim() }),
