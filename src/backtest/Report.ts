@@ -294,7 +294,8 @@ svg{display:block;width:100%;background:#fbfcfe;border:1px solid #e3e7ee;touch-a
 .grid{stroke:#e3e7ee;stroke-width:1}.tick{font-size:11px;fill:#6b7385}
 .line{fill:none;stroke-width:1.3;vector-effect:non-scaling-stroke}.price{stroke:#44506a}.equity{stroke:#1f6feb}
 .benchmark{stroke:#e08a00;stroke-dasharray:5 3}.plot{stroke-width:1;stroke-opacity:.8}
-.area.drawdown{fill:#f0b4b4;stroke:#c44;stroke-width:1}
+.area.drawdown{fill:#f0b4b4;stroke:#c44;stroke-width:1}.crosshair{stroke:#8a93a6;stroke-width:1;stroke-dasharray:2 2}
+.readout{position:sticky;top:34px;z-index:1;min-height:18px;background:#fff;font:12px ui-monospace,monospace;color:#4a5263;white-space:pre}
 .marker.buy{fill:#1a9e4b}.marker.sell{fill:#d1342f}
 .legend{font-weight:normal;font-size:12px;color:#4a5263;margin-left:12px}
 .key{margin-right:12px;white-space:nowrap}.key i{display:inline-block;width:14px;height:3px;margin:0 4px 3px 0;vertical-align:middle}
@@ -333,6 +334,8 @@ export const renderReport = (input: ReportInput): string => {
 <body><h1>${escapeHtml(input.title)}</h1><dl class="details">${details}</dl>
 <div class="toolbar"><button id="zoom-in" type="button">Zoom in</button><button id="zoom-out" type="button">Zoom out</button><button id="zoom-all" type="button">Show all</button>
 <span id="range"></span><span class="hint">wheel: zoom, drag: pan, double-click: show all, click a trade: show it</span></div>
+<noscript><p>The charts and the round-trip table are drawn by the page's own script: allow it to see them.</p></noscript>
+<div class="readout" id="readout"></div>
 <div id="charts">
 ${chartSection("price-chart", "Price and fills", priceLegend)}<p class="note" id="marker-note"></p>
 ${chartSection("equity-chart", "Equity", legendItem("equity", "strategy") + legendItem("benchmark", "buy and hold"))}

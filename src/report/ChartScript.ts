@@ -261,7 +261,9 @@ export const CHART_APP = String.raw`
     timeTicks.ticks.forEach(function (tick) {
       var x = sx((tick.time - data.t0) / data.step).toFixed(1);
       parts.push('<line class="grid" x1="' + x + '" x2="' + x + '" y1="' + PAD.top + '" y2="' + (PAD.top + plotH) + '"/>');
-      parts.push('<text class="tick time-tick" x="' + x + '" y="' + (H - 7) + '" text-anchor="middle">' + tick.label + "</text>");
+      // A label at either edge of the plot is kept inside the chart.
+      var anchor = x < PAD.left + 24 ? "start" : x > W - PAD.right - 24 ? "end" : "middle";
+      parts.push('<text class="tick time-tick" x="' + x + '" y="' + (H - 7) + '" text-anchor="' + anchor + '">' + tick.label + "</text>");
     });
     parts.push('<g clip-path="url(#clip-' + chart.id + ')">');
     if (chart.area) {
@@ -279,6 +281,7 @@ export const CHART_APP = String.raw`
     var shown = 0;
     if (chart.markers) shown = drawMarkers(parts, sx, sy, span);
     parts.push("</g>");
+    parts.push('<line class="crosshair" x1="0" x2="0" y1="' + PAD.top + '" y2="' + (PAD.top + plotH) + '" visibility="hidden"/>');
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     svg.innerHTML = parts.join("");
     if (chart.markers) svg.setAttribute("data-markers", String(shown));
@@ -349,7 +352,7 @@ export const CHART_APP = String.raw`
       svg.setPointerCapture(event.pointerId);
     });
     svg.addEventListener("pointermove", function (event) {
-      if (drag === null) return;
+      if (drag === null) return point(xAt(svg, event.clientX));
       var shift = ((event.clientX - drag.clientX) / drag.width) * (W / PLOT_W) * (drag.to - drag.from);
       setView(drag.from - shift, drag.to - shift);
     });
@@ -357,7 +360,34 @@ export const CHART_APP = String.raw`
     svg.addEventListener("pointerup", stop);
     svg.addEventListener("pointercancel", stop);
     svg.addEventListener("dblclick", function () { setView(full.from, full.to); });
+    svg.addEventListener("pointerleave", function () { point(null); });
   });
+
+  // What the charts show at the candle close under the pointer, with a line across all three.
+  var readout = document.getElementById("readout");
+  function valueAt(series, x) {
+    var i = Math.min(SvcChart.lowerBound(series.x, x), series.x.length - 1);
+    return i < 0 ? null : series.y[i];
+  }
+  function shown(label, value, unit) {
+    return value === null || value === undefined ? "" : "  " + label + " " + Number(value.toPrecision(8)) + (unit || "");
+  }
+  function point(x) {
+    var close = x === null ? null : Math.min(Math.max(Math.round(x), 1), full.to);
+    var px = close === null ? 0 : PAD.left + ((close - view.from) / (view.to - view.from)) * PLOT_W;
+    charts.forEach(function (chart) {
+      var line = document.querySelector("#" + chart.id + " line.crosshair");
+      if (!line) return;
+      line.setAttribute("x1", px.toFixed(1));
+      line.setAttribute("x2", px.toFixed(1));
+      line.setAttribute("visibility", close === null ? "hidden" : "visible");
+    });
+    if (close === null) { readout.textContent = ""; return; }
+    readout.textContent = fmtTime(timeOf(close)) + shown("close", valueAt(data.price, close))
+      + data.plots.map(function (plot) { return shown(plot.name, valueAt(plot, close)); }).join("")
+      + shown("equity", valueAt(data.equity, close)) + shown("buy and hold", valueAt(data.benchmark, close))
+      + shown("drawdown", valueAt(data.drawdown, close), " %");
+  }
   var centre = function () { return (view.from + view.to) / 2; };
   document.getElementById("zoom-in").addEventListener("click", function () { zoom(0.5, centre()); });
   document.getElementById("zoom-out").addEventListener("click", function () { zoom(2, centre()); });

@@ -127,6 +127,14 @@ describe.skipIf(!haveChromium)("the HTML report in headless Chromium", () => {
     expect(await pathLength("#equity-chart path.equity")).toBeGreaterThan(500)
     expect(await pathLength("#equity-chart path.benchmark")).toBeGreaterThan(500)
     expect(await page.locator("#drawdown-chart path.area.drawdown").count()).toBe(1)
+    // Pointing at a moment reads every series there and marks it across all three charts.
+    const priceBox = (await page.locator("#price-chart").boundingBox())!
+    await page.mouse.move(priceBox.x + priceBox.width / 2, priceBox.y + priceBox.height / 2)
+    await expect(page.locator("#readout").textContent()).resolves.toMatch(/^2024-01-\d\d \d\d:\d\d  close \d+(\.\d+)?  fast SMA \d[\s\S]*  slow SMA \d[\s\S]*  equity \d[\s\S]*  buy and hold \d[\s\S]*  drawdown -?\d/)
+    const crosshairs = await page.locator("line.crosshair[visibility=visible]").evaluateAll((lines) => lines.map((line) => line.getAttribute("x1")))
+    expect(crosshairs).toHaveLength(3)
+    expect(new Set(crosshairs).size).toBe(1)
+    await page.mouse.move(1, 1)
     // All three charts show the same time axis.
     const timeLabels = await page.locator("#price-chart .time-tick").allTextContents()
     expect(await page.locator("#equity-chart .time-tick").allTextContents()).toEqual(timeLabels)
