@@ -6,7 +6,7 @@
  * no gap.
  */
 import { Effect, Exit, Scope } from "effect"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -83,10 +83,11 @@ describe("svcbot data record", () => {
   })
 
   it("refuses a file of another interval", async () => {
-    const out = join(dir, "five.csv")
-    await recordUntil(out, 2)
+    const out = join(dir, "one-minute.csv")
+    writeFileSync(out, "open_time_ms,open,high,low,close,volume\n1764000000000,100,101,99,100.5,2\n1764000060000,100.5,102,100,101,3\n")
     const run = svcbot(["data", "record", "--symbol", "BTCUSDT", "--interval", "5m", "--out", out, "--base-url", running.url])
     expect(await run.exit).toBe(2)
     expect(run.stderr.join("")).toContain("its candles are 1 minute(s) apart, not the 5 of --interval")
+    expect(readFileSync(out, "utf8").split("\n").length).toBe(4)
   })
 })
