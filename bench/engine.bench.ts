@@ -11,7 +11,7 @@
  *   round of each, not counted, warms both up (a daemon runs warm).
  */
 import BetterSqlite3 from "better-sqlite3"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
 import { Decimal } from "../src/domain/Decimal.js"
 import type { PlaceIntent } from "../src/domain/Intent.js"
 import { Engine, layer as engineLayer } from "../src/engine/Engine.js"
@@ -226,11 +226,24 @@ const intentsToAccepted = async (venue: TestVenue) => {
     try {
       await runtime.runPromise(Effect.void)
       const started = performance.now()
-      await runtime.runPromise(Effect.flatMap(Engine, (e) => e.submit("bench", orders(`eng${round}`))))
-      await waitFor(async () => {
-        const rows = await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.inStates(["intent", "submitting"])))
-        return rows.length === 0
-      }, "every intent to be accepted")
+      // Done when the engine announces its last placement past `submitting`, the moment the journal
+      // holds the answer (a poll of the journal would add up to its interval to the figure).
+      await runtime.runPromise(
+        Effect.scoped(
+          Effect.gen(function* () {
+            const engine = yield* Engine
+            const updates = yield* engine.orderUpdates()
+            const placed = (yield* engine.submit("bench", orders(`eng${round}`))).filter((r) => r._tag === "Approved").length
+            const answered = new Set<number>()
+            yield* updates.pipe(
+              Stream.filter((u) => u.state !== "intent" && u.state !== "submitting" && !answered.has(u.orderId) && answered.add(u.orderId) !== undefined),
+              Stream.take(placed),
+              Stream.runDrain,
+              Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`timed out waiting for ${placed - answered.size} of ${placed} placements to be answered`) })
+            )
+          })
+        )
+      )
       const seconds = (performance.now() - started) / 1000
       const journaled = (await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.all))).filter((o) => o.origin === "journal")
       const accepted = journaled.filter((o) => o.clientOrderId !== null).length
