@@ -18,7 +18,7 @@ import { heatMapOf, renderPage } from "../optimize/Page.js"
 import { ResultsStore } from "../optimize/Results.js"
 import { inProcessRunner, recordedRunner, startWorkerRunner, type TrialRunner } from "../optimize/Runner.js"
 import { foldWindows, optimiseWindow, parseWalkForward, type RankedCandidate, walkForward } from "../optimize/Search.js"
-import { candidates, parseSpace } from "../optimize/Space.js"
+import { candidates, isObject, parseSpace } from "../optimize/Space.js"
 import { outcomeJson, outcomeText, type RunOutcome } from "../optimize/Summary.js"
 import { studyOf } from "../optimize/Trial.js"
 import { parseTime } from "./backtest.js"
@@ -74,8 +74,6 @@ const readText = (path: string, what: string): Effect.Effect<string, CliError> =
 
 const writeText = (path: string, text: string, what: string): Effect.Effect<void, CliError> =>
   Effect.try({ try: () => writeFileSync(path, text), catch: (cause) => failure(`cannot write ${what} ${path}: ${String(cause)}`) })
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
 
 interface Subject {
   readonly config?: Config

@@ -8,10 +8,9 @@
 import { Data, Either } from "effect"
 import { parseConfig } from "../config/Load.js"
 import { parse, stringify } from "../domain/Json.js"
+import { isObject } from "./Space.js"
 
 export class InstanceRefused extends Data.TaggedError("InstanceRefused")<{ readonly message: string }> {}
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
 
 /** The index just past the string starting at `start` (a double quote). */
 const pastString = (text: string, start: number): number => {

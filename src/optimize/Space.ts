@@ -45,7 +45,8 @@ export interface Space {
 const FIELDS = ["params", "rankBy", "search", "samples", "halving", "constraints"] as const
 const RANGE_FIELDS = ["min", "max", "step"] as const
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
+/** A JSON object (not an array, not null). */
+export const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
 
 /** A number of the file, exactly: JSON numbers arrive as lossless tokens, decimal strings are accepted too. */
 const exactNumber = (value: unknown): Decimal | undefined => {
