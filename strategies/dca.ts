@@ -12,7 +12,10 @@ import { FreeFunds, marketBuy, tradingPair } from "../src/strategy/orders.js"
 import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, SCHEDULE_TIMER } from "../src/strategy/Strategy.js"
 
 const Params = Schema.Struct({
-  quoteQty: Param.decimal("the quote amount spent on each scheduled buy, e.g. \"25\"", { positive: true }),
+  quoteQty: Schema.optionalWith(Param.decimal("the quote amount spent on each scheduled buy, e.g. \"25\"", { positive: true }), {
+    default: () => new Decimal("25"),
+    exact: true
+  }),
   maxSlippageBps: Schema.optionalWith(
     Param.int("the slippage each market buy accepts, 1 to 1000 basis points", { min: 1, max: 1000 }),
     { default: () => 50, exact: true }

@@ -26,6 +26,23 @@ describe("grid", () => {
     expect(summary(first.intents)).toEqual(["buy 0.01 @ 9500", "buy 0.01 @ 9000", "sell 0.01 @ 10500"])
   })
 
+  it("without lowerPrice and upperPrice, lays the ladder out rangeBps either side of the first price", () => {
+    const around = paramsOf({ rangeBps: 1000, levels: 5, orderQty: "0.01" })
+    const view = viewOf({ params: around, balances: { USDT: "1000", BTC: "0.015" } })
+    const first = grid.onTicker!(grid.init(around, view), ticker("10000"), view)
+    expect(summary(first.intents)).toEqual(["buy 0.01 @ 9500", "buy 0.01 @ 9000", "sell 0.01 @ 10500"])
+    // The ladder stays where it was laid out when the price moves on.
+    const later = viewOf({ params: around, balances: { USDT: "815", BTC: "0.005" }, openOrders: first.intents.map((i) => openOrderOf(i)) })
+    expect(grid.onTicker!(first.state, ticker("10400"), later).intents).toEqual([])
+  })
+
+  it("refuses one bound without the other", () => {
+    const decoded = decodeParams(grid, "btc-grid", { lowerPrice: "9000" })
+    expect(Either.isLeft(decoded) && decoded.left.problems).toEqual([
+      "strategies[btc-grid].params.upperPrice: is missing: give both bounds, or neither for a ladder around the first price (expected the highest grid line, a price above lowerPrice; give it with lowerPrice)"
+    ])
+  })
+
   it("lays the ladder out once the wallet is funded, if it was empty at the first price", () => {
     const empty = viewOf({ params, balances: {} })
     const first = grid.onTicker!(grid.init(params, empty), ticker("10100"), empty)
@@ -98,11 +115,10 @@ describe("grid", () => {
   it("lists every params problem by field", () => {
     const decoded = decodeParams(grid, "btc-grid", { lowerPrice: "abc", upperPrice: -5, levels: 1.5, qty: 1 })
     expect(Either.isLeft(decoded) && decoded.left.problems).toEqual([
-      "strategies[btc-grid].params.qty: is not a parameter of grid (remove it; grid takes lowerPrice, upperPrice, levels, orderQty, retryAfterMs)",
-      'strategies[btc-grid].params.lowerPrice: "abc" is not a decimal number such as 12.345 (expected the lowest grid line, a price such as "25000")',
-      "strategies[btc-grid].params.upperPrice: -5 must be greater than 0 (expected the highest grid line, a price above lowerPrice)",
-      'strategies[btc-grid].params.levels: "1.5" is not a whole number (expected the number of grid lines, 3 to 200)',
-      'strategies[btc-grid].params.orderQty: is missing (add it: the base quantity of each order, e.g. "0.001")'
+      "strategies[btc-grid].params.qty: is not a parameter of grid (remove it; grid takes lowerPrice, upperPrice, rangeBps, levels, orderQty, retryAfterMs)",
+      'strategies[btc-grid].params.lowerPrice: "abc" is not a decimal number such as 12.345 (expected the lowest grid line, a price such as "25000"; give it with upperPrice)',
+      "strategies[btc-grid].params.upperPrice: -5 must be greater than 0 (expected the highest grid line, a price above lowerPrice; give it with lowerPrice)",
+      'strategies[btc-grid].params.levels: "1.5" is not a whole number (expected the number of grid lines, 3 to 200)'
     ])
   })
 

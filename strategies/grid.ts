@@ -1,6 +1,7 @@
 /**
  * grid: a ladder of resting limit orders on evenly spaced price lines between
- * lowerPrice and upperPrice. At the first price it leaves the line nearest the
+ * lowerPrice and upperPrice (when both are absent, rangeBps below and above the first
+ * price, so that the grid runs on any market without knowing its price). At the first price it leaves the line nearest the
  * price empty, bids on every line below and offers on every line above (as far
  * as the free balance goes). When a bid on line i fills it offers the bought
  * quantity on line i + 1; when an offer on line j fills it bids on line j - 1.
@@ -20,18 +21,28 @@ import { FreeFunds, limitOrder, tradingPair } from "../src/strategy/orders.js"
 import { defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type PairRules, type StrategyView } from "../src/strategy/Strategy.js"
 
 const Params = Schema.Struct({
-  lowerPrice: Param.decimal("the lowest grid line, a price such as \"25000\"", { positive: true }),
-  upperPrice: Param.decimal("the highest grid line, a price above lowerPrice", { positive: true }),
-  levels: Param.int("the number of grid lines, 3 to 200", { min: 3, max: 200 }),
-  orderQty: Param.decimal("the base quantity of each order, e.g. \"0.001\"", { positive: true }),
+  lowerPrice: Schema.optionalWith(Param.decimal("the lowest grid line, a price such as \"25000\"; give it with upperPrice", { positive: true }), { exact: true }),
+  upperPrice: Schema.optionalWith(Param.decimal("the highest grid line, a price above lowerPrice; give it with lowerPrice", { positive: true }), { exact: true }),
+  rangeBps: Schema.optionalWith(
+    Param.int("without lowerPrice and upperPrice: how far below and above the first price the ladder reaches, 1 to 5000 basis points", { min: 1, max: 5000 }),
+    { default: () => 500, exact: true }
+  ),
+  levels: Schema.optionalWith(Param.int("the number of grid lines, 3 to 200", { min: 3, max: 200 }), { default: () => 11, exact: true }),
+  orderQty: Schema.optionalWith(Param.decimal("the base quantity of each order, e.g. \"0.001\"", { positive: true }), {
+    default: () => new Decimal("0.001"),
+    exact: true
+  }),
   retryAfterMs: Schema.optionalWith(
     Param.int("how long a line waits before an order that ended unfilled is placed again, 1000 to 86400000 ms", { min: 1000, max: 86_400_000 }),
     { default: () => 30_000, exact: true }
   )
 }).pipe(
-  Schema.filter((p) =>
-    p.upperPrice.gt(p.lowerPrice) ? true : { path: ["upperPrice"], message: `${p.upperPrice.toFixed()} must be above lowerPrice (${p.lowerPrice.toFixed()})` }
-  )
+  Schema.filter((p) => {
+    if (p.lowerPrice === undefined && p.upperPrice === undefined) return true
+    if (p.lowerPrice === undefined) return { path: ["lowerPrice"], message: "is missing: give both bounds, or neither for a ladder around the first price" }
+    if (p.upperPrice === undefined) return { path: ["upperPrice"], message: "is missing: give both bounds, or neither for a ladder around the first price" }
+    return p.upperPrice.gt(p.lowerPrice) ? true : { path: ["upperPrice"], message: `${p.upperPrice.toFixed()} must be above lowerPrice (${p.lowerPrice.toFixed()})` }
+  })
 )
 type Params = typeof Params.Type
 type View = StrategyView<Params>
@@ -52,18 +63,32 @@ const StateSchema = Schema.mutable(
   Schema.Struct({
     /** The ladder the lines were laid out for; a different ladder in the params starts over. */
     ladder: Schema.String,
+    /** The bounds the lines were laid out between (from the params, or around the first price); empty before the first layout. */
+    lowerPrice: Schema.optionalWith(Schema.String, { default: () => "", exact: true }),
+    upperPrice: Schema.optionalWith(Schema.String, { default: () => "", exact: true }),
     lines: Schema.mutable(Schema.Array(Line)),
     seq: Schema.Number
   })
 )
 type State = typeof StateSchema.Type
 
-const ladderOf = (params: Params): string => `${params.lowerPrice.toFixed()}:${params.upperPrice.toFixed()}:${params.levels}`
+const ladderOf = (params: Params): string =>
+  params.lowerPrice === undefined || params.upperPrice === undefined
+    ? `around the first price ±${params.rangeBps} bps:${params.levels}`
+    : `${params.lowerPrice.toFixed()}:${params.upperPrice.toFixed()}:${params.levels}`
+
+/** The ladder's bounds: the params', else rangeBps either side of `price`. */
+const boundsAt = (params: Params, price: Decimal): { readonly lower: Decimal; readonly upper: Decimal } => {
+  if (params.lowerPrice !== undefined && params.upperPrice !== undefined) return { lower: params.lowerPrice, upper: params.upperPrice }
+  const reach = price.mul(params.rangeBps).div(10_000)
+  return { lower: price.sub(reach), upper: price.add(reach) }
+}
 
 /** Line prices, each on the tick; throws when the spacing is finer than the tick (two lines on one price). */
-const linePrices = (params: Params, rules: PairRules): ReadonlyArray<Decimal> => {
-  const spacing = params.upperPrice.sub(params.lowerPrice).div(params.levels - 1)
-  const prices = Array.from({ length: params.levels }, (_, i) => quantize(params.lowerPrice.add(spacing.mul(i)), rules.tickSize, "halfEven"))
+const linePrices = (state: State, levels: number, rules: PairRules): ReadonlyArray<Decimal> => {
+  const lower = new Decimal(state.lowerPrice)
+  const spacing = new Decimal(state.upperPrice).sub(lower).div(levels - 1)
+  const prices = Array.from({ length: levels }, (_, i) => quantize(lower.add(spacing.mul(i)), rules.tickSize, "halfEven"))
   for (let i = 1; i < prices.length; i++) {
     if (prices[i]!.lte(prices[i - 1]!)) {
       throw new Error(`grid spacing ${spacing.toFixed()} is finer than the tick size ${rules.tickSize.toFixed()} of ${rules.symbol}: use fewer levels or a wider range`)
@@ -87,7 +112,10 @@ const place = (state: State, index: number, side: Side, prices: ReadonlyArray<De
 
 /** Lays the ladder out around `price`: bids outward from the empty line down, offers outward up, while funds last. */
 const layOut = (state: State, price: Decimal, view: View, rules: PairRules): HandlerResult<State> => {
-  const prices = linePrices(view.params, rules)
+  const bounds = boundsAt(view.params, price)
+  state.lowerPrice = bounds.lower.toFixed()
+  state.upperPrice = bounds.upper.toFixed()
+  const prices = linePrices(state, view.params.levels, rules)
   let empty = 0
   for (let i = 1; i < prices.length; i++) {
     if (prices[i]!.sub(price).abs().lt(prices[empty]!.sub(price).abs())) empty = i
@@ -114,7 +142,7 @@ const layOut = (state: State, price: Decimal, view: View, rules: PairRules): Han
 const rearm = (state: State, view: View, rules: PairRules): HandlerResult<State> => {
   const due = state.lines.some((line) => line.side !== null && line.tag === null && line.retryAt <= view.now)
   if (!due) return result(state)
-  const prices = linePrices(view.params, rules)
+  const prices = linePrices(state, view.params.levels, rules)
   const funds = new FreeFunds(view)
   const intents: Array<Intent> = []
   state.lines.forEach((line, index) => {
@@ -145,7 +173,7 @@ export default defineStrategy<Params, State>({
   version: "1.0.0",
   params: Params,
   state: StateSchema,
-  init: () => ({ ladder: "", lines: [], seq: 0 }),
+  init: () => ({ ladder: "", lowerPrice: "", upperPrice: "", lines: [], seq: 0 }),
   onTicker: (state, ticker, view) => onPrice(state, ticker.symbol, ticker.price, view),
   onCandle: (state, candle, view) => onPrice(state, candle.symbol, candle.close, view),
   onOrderUpdate: (state, update, view) => {
@@ -167,7 +195,7 @@ export default defineStrategy<Params, State>({
     if (target === undefined || target.tag !== null || rules === undefined) return result(state)
     target.side = filledSide === "buy" ? "sell" : "buy"
     target.retryAt = 0
-    const intent = place(state, counter, target.side, linePrices(view.params, rules), view, rules, new FreeFunds(view))
+    const intent = place(state, counter, target.side, linePrices(state, view.params.levels, rules), view, rules, new FreeFunds(view))
     return result(state, intent === undefined ? [] : [intent])
   }
 })

@@ -18,11 +18,18 @@ import { FreeFunds, limitOrder, positionChange, roundPrice, shiftBps, tradingPai
 import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type PairRules, type StrategyView } from "../src/strategy/Strategy.js"
 
 const Params = Schema.Struct({
-  halfSpreadBps: Param.int("how far each quote rests from the (skewed) mid, 1 to 5000 basis points", { min: 1, max: 5000 }),
-  orderQty: Param.decimal("the base quantity of each quote, e.g. \"0.001\"", { positive: true }),
-  maxInventory: Param.decimal("the base inventory, up or down from the start, at which the skew is full and the growing side stops quoting", {
-    positive: true
+  halfSpreadBps: Schema.optionalWith(Param.int("how far each quote rests from the (skewed) mid, 1 to 5000 basis points", { min: 1, max: 5000 }), {
+    default: () => 10,
+    exact: true
   }),
+  orderQty: Schema.optionalWith(Param.decimal("the base quantity of each quote, e.g. \"0.001\"", { positive: true }), {
+    default: () => new Decimal("0.001"),
+    exact: true
+  }),
+  maxInventory: Schema.optionalWith(
+    Param.decimal("the base inventory, up or down from the start, at which the skew is full and the growing side stops quoting", { positive: true }),
+    { default: () => new Decimal("0.01"), exact: true }
+  ),
   skewBps: Schema.optionalWith(
     Param.int("how far the quotes move at maxInventory, 0 to 5000 basis points", { min: 0, max: 5000 }),
     { default: () => 0, exact: true }

@@ -18,7 +18,10 @@ import { FreeFunds, roundQty, shiftBps, stopLimitOrder, tradingPair } from "../s
 import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type StrategyView } from "../src/strategy/Strategy.js"
 
 const Params = Schema.Struct({
-  stopBps: Param.int("how far below the highest price the stop rests, 1 to 5000 basis points", { min: 1, max: 5000 }),
+  stopBps: Schema.optionalWith(Param.int("how far below the highest price the stop rests, 1 to 5000 basis points", { min: 1, max: 5000 }), {
+    default: () => 200,
+    exact: true
+  }),
   limitOffsetBps: Schema.optionalWith(
     Param.int("how far below the stop its limit price is, 0 to 1000 basis points", { min: 0, max: 1000 }),
     { default: () => 50, exact: true }

@@ -20,10 +20,13 @@ import { defineStrategy, isFinalUpdate, Param, result, SCHEDULE_TIMER, type Pair
 const Weight = Param.decimal('the target weight of the asset, 0 to 1; all weights add up to 1, e.g. { "BTC": "0.6", "USDT": "0.4" }', { min: 0, max: 1 })
 
 const Params = Schema.Struct({
-  quoteAsset: Param.asset('the asset the portfolio is valued in and trades against, e.g. "USDT"'),
-  targets: Schema.Record({ key: Param.asset("an asset ticker"), value: Weight }).annotations({
-    description: 'target weights by asset, adding up to 1, e.g. { "BTC": "0.6", "USDT": "0.4" }'
-  }),
+  quoteAsset: Schema.optionalWith(Param.asset('the asset the portfolio is valued in and trades against, e.g. "USDT"'), { default: () => "USDT", exact: true }),
+  targets: Schema.optionalWith(
+    Schema.Record({ key: Param.asset("an asset ticker"), value: Weight }).annotations({
+      description: 'target weights by asset, adding up to 1, e.g. { "BTC": "0.6", "USDT": "0.4" }'
+    }),
+    { default: () => ({ BTC: new Decimal("0.5"), USDT: new Decimal("0.5") }), exact: true }
+  ),
   thresholdBps: Schema.optionalWith(
     Param.int("how far an asset's weight may drift from its target before it is traded, 1 to 5000 basis points", { min: 1, max: 5000 }),
     { default: () => 100, exact: true }
