@@ -311,11 +311,11 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       insertIntent: sqlite.prepare(
         "INSERT INTO intents (intent_id, strategy_id, seq, tag, type, body, outcome, refusal, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
       ),
+      // Positional parameters: binding by name looks each one up in an object, on every intent.
       insertOrder: sqlite.prepare(`INSERT INTO orders (intent_id, strategy_id, tag, origin, client_order_id, state, kinds_seen,
         symbol, side, type, base_qty, quote_order_qty, limit_price, stop_price, max_slippage_bps, filled_base_qty,
         lock_asset, lock_amount, accepted_at, created_at, updated_at)
-        VALUES (@intentId, @strategyId, @tag, @origin, @clientOrderId, @state, @kindsSeen, @symbol, @side, @type, @baseQty,
-        @quoteOrderQty, @limitPrice, @stopPrice, @maxSlippageBps, @filledBaseQty, @lockAsset, @lockAmount, @acceptedAt, @now, @now)`),
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertEvent: sqlite.prepare(
         "INSERT INTO order_events (order_id, from_state, to_state, kind, code, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
       ),
@@ -435,28 +435,29 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     }
 
     const insertOrder = (row: Omit<OrderRow, "orderId">): OrderRow => {
-      const result = q.insertOrder.run({
-        intentId: row.intentId,
-        strategyId: row.strategyId,
-        tag: row.tag,
-        origin: row.origin,
-        clientOrderId: row.clientOrderId,
-        state: row.state,
-        kindsSeen: row.kindsSeen.join(","),
-        symbol: row.symbol,
-        side: row.side,
-        type: row.type,
-        baseQty: text(row.baseQty),
-        quoteOrderQty: text(row.quoteOrderQty),
-        limitPrice: text(row.limitPrice),
-        stopPrice: text(row.stopPrice),
-        maxSlippageBps: row.maxSlippageBps,
-        filledBaseQty: row.filledBaseQty.toFixed(),
-        lockAsset: row.lockAsset,
-        lockAmount: text(row.lockAmount),
-        acceptedAt: row.acceptedAt,
-        now: row.createdAt
-      })
+      const result = q.insertOrder.run(
+        row.intentId,
+        row.strategyId,
+        row.tag,
+        row.origin,
+        row.clientOrderId,
+        row.state,
+        row.kindsSeen.join(","),
+        row.symbol,
+        row.side,
+        row.type,
+        text(row.baseQty),
+        text(row.quoteOrderQty),
+        text(row.limitPrice),
+        text(row.stopPrice),
+        row.maxSlippageBps,
+        row.filledBaseQty.toFixed(),
+        row.lockAsset,
+        text(row.lockAmount),
+        row.acceptedAt,
+        row.createdAt,
+        row.createdAt
+      )
       const inserted: OrderRow = { ...row, orderId: Number(result.lastInsertRowid) }
       hold(inserted)
       return inserted
