@@ -183,7 +183,7 @@ export const runCli = <Name extends string, R, E, A>(root: Command.Command<Name,
           return yield* root.transform(root.handler(asked.value), asked.value).pipe(
             Effect.catchIf(
               (error): error is CliError & E => error instanceof CliError,
-              (error) => Console.error(`${app.name}: ${error.message}`).pipe(Effect.andThen(() => { process.exitCode = error.exitCode }))
+              (error) => Console.error(error.message.split("\n").map((line) => `${app.name}: ${line}`).join("\n")).pipe(Effect.andThen(() => { process.exitCode = error.exitCode }))
             )
           ) as Effect.Effect<void, Exclude<E, CliError>, R>
       }

@@ -16,6 +16,7 @@ import { metricRows, renderReport } from "../backtest/Report.js"
 import { parseGrid, rank, rankedCsv, runSweep, type SweepResult } from "../backtest/Sweep.js"
 import { type Config, evidencePathOf, type StrategyInstanceConfig } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
+import { checkStrategyParams } from "../config/StrategyParams.js"
 import { parse } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
 import { decodeGates, defaultGates, type PromotionGates } from "../promotion/Gates.js"
@@ -145,6 +146,7 @@ const backtestInstance = (flags: BacktestFlags): Effect.Effect<StrategyInstanceC
     if (instance === undefined) {
       return yield* Effect.fail(usageError(`no strategy instance ${flags.instance.value} in ${flags.config.value}; its instances: ${config.strategies.map((s) => s.id).join(", ") || "none"}`))
     }
+    yield* checkStrategyParams(config, flags.config.value, [instance]).pipe(Effect.mapError((e) => usageError(e.message)))
     return instance
   })
 

@@ -10,6 +10,7 @@ import BetterSqlite3 from "better-sqlite3"
 import { Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { evidencePathOf } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
+import { checkStrategyParams } from "../config/StrategyParams.js"
 import { Health, healthLogHook } from "../daemon/Health.js"
 import { runDaemon, StartupError, type ResolvedInstance } from "../daemon/Daemon.js"
 import * as Log from "../log/Logger.js"
@@ -87,7 +88,7 @@ const shutdownWatchdog = (boundMs: number) =>
 export const runCommand = Command.make("run", options, (flags) =>
   Effect.gen(function* () {
     const env = { ...process.env, ...(Option.isSome(flags.mode) ? { SVC_MODE: flags.mode.value } : {}) }
-    const loaded = yield* Effect.either(loadConfig(flags.config, env))
+    const loaded = yield* Effect.either(loadConfig(flags.config, env).pipe(Effect.tap((config) => checkStrategyParams(config, flags.config))))
     if (Either.isLeft(loaded)) {
       yield* Log.logEvent("config.invalid", { source: loaded.left.source, problems: loaded.left.problems }).pipe(Effect.provide(Log.layer({ pretty: false })))
       return yield* Effect.fail(usageError(loaded.left.message))

@@ -10,10 +10,12 @@ import { Config } from "./Config.js"
 
 export class ConfigError extends Data.TaggedError("ConfigError")<{
   readonly source: string
+  /** One line per problem: `field.path: what is wrong (how to fix it)`. */
   readonly problems: ReadonlyArray<string>
 }> {
+  /** One line per problem, each naming the file (or "environment") and the field. */
   override get message(): string {
-    return `invalid configuration (${this.source}):\n${this.problems.map((p) => `  - ${p}`).join("\n")}`
+    return this.problems.map((problem) => `${this.source}: ${problem}`).join("\n")
   }
 }
 
@@ -22,8 +24,16 @@ type Env = Readonly<Record<string, string | undefined>>
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>((out, key) => (typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`), "")
 
+/** Schema's own wording of a wrong type, e.g. `Expected number, actual "fast"`. */
+const TYPE_NAMES: Readonly<Record<string, string>> = { number: "a number", string: "a string", boolean: "true or false", NonEmptyString: "a non-empty string", Int: "an integer" }
+
 const explain = (message: string): string => {
   if (message === "is missing") return "is required but missing (add it)"
+  const wrongType = /^Expected (\w+), actual (.*)$/s.exec(message)
+  if (wrongType !== null) return `expected ${TYPE_NAMES[wrongType[1]!] ?? wrongType[1]}, got ${wrongType[2]}`
+  if (message.startsWith("Expected { ") || message.startsWith("Expected ReadonlyArray<")) {
+    return `expected ${message.startsWith("Expected { ") ? "an object" : "an array"}, got ${message.split(", actual ")[1] ?? "something else"}`
+  }
   if (message.startsWith("is unexpected")) {
     const known = message.split("expected: ")[1]
     return `is not a known setting (remove it or check its spelling${known === undefined ? "" : `; known settings here: ${known.replaceAll('"', "")}`})`
