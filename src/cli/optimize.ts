@@ -23,6 +23,7 @@ import { outcomeJson, outcomeText, type RunOutcome } from "../optimize/Summary.j
 import { studyOf } from "../optimize/Trial.js"
 import { parseTime } from "./backtest.js"
 import { CliError, usageError } from "./errors.js"
+import { described } from "./Help.js"
 
 /** Where the results database goes without --db: next to a CSV, else here. */
 const DEFAULT_RESULTS_DB = "data/optimize.db"
@@ -33,29 +34,29 @@ const fromEither = <A, E extends { readonly message: string }>(either: Either.Ei
 const failure = (cause: unknown): CliError => new CliError({ message: cause instanceof Error ? cause.message : String(cause), exitCode: 1 })
 
 const options = {
-  space: Options.text("space").pipe(Options.optional, Options.withDescription("the search space file: params (lists, {min, max, step} ranges, fixed values), rankBy, search, samples, halving, constraints")),
-  strategy: Options.text("strategy").pipe(Options.optional, Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
-  config: Options.text("config").pipe(Options.optional, Options.withDescription("a daemon config: with --instance, the instance to optimise; with --write-instance, the file the winner is written into")),
-  instance: Options.text("instance").pipe(Options.optional, Options.withDescription("the strategies[].id of the --config instance whose strategy, symbol, params (the base the space overrides), schedule and allocation are used")),
-  params: Options.text("params").pipe(Options.optional, Options.withDescription("base params the space overrides: inline JSON or a JSON file (default: the --instance's, else {})")),
-  data: Options.text("data").pipe(Options.optional, Options.withDescription("OHLCV CSV file")),
-  synthetic: Options.text("synthetic").pipe(Options.optional, Options.withDescription("the venue's seeded synthetic tape as SEED:CANDLES, e.g. 42:43200")),
-  from: Options.text("from").pipe(Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date")),
-  to: Options.text("to").pipe(Options.optional, Options.withDescription("last candle open time (exclusive): epoch ms or UTC date")),
-  symbol: Options.text("symbol").pipe(Options.withDefault("BTCUSDT"), Options.withDescription("the venue pair whose rules apply")),
-  balances: Options.text("balances").pipe(Options.withDefault('{"USDT": "10000"}'), Options.withDescription("starting balances as JSON (an --instance's allocation takes their place)")),
-  fees: Options.text("fees").pipe(Options.optional, Options.withDescription("fee rate for maker and taker (0.001) or MAKER,TAKER; the venue's by default")),
-  settleMs: Options.integer("settle-ms").pipe(Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement")),
-  schedule: Options.text("schedule").pipe(Options.optional, Options.withDescription("cron expression firing the strategy's schedule timer")),
-  threads: Options.integer("threads").pipe(Options.optional, Options.withDescription("worker threads (default: the number of cores; 0 runs every trial on the main thread)")),
-  seed: Options.integer("seed").pipe(Options.withDefault(1), Options.withDescription("seed of a random search: the same seed draws the same candidates")),
-  walkForward: Options.text("walk-forward").pipe(Options.optional, Options.withDescription("TRAIN:TEST (units h, d, w), e.g. 90d:30d: optimise on each training window, score the winner on the test window after it")),
+  space: Options.text("space").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("the search space file: params (lists, {min, max, step} ranges, fixed values), rankBy, search, samples, halving, constraints")),
+  strategy: Options.text("strategy").pipe(Options.withPseudoName("NAME"), Options.optional, Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
+  config: Options.text("config").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("a daemon config: with --instance, the instance to optimise; with --write-instance, the file the winner is written into")),
+  instance: Options.text("instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("the strategies[].id of the --config instance whose strategy, symbol, params (the base the space overrides), schedule and allocation are used")),
+  params: Options.text("params").pipe(Options.withPseudoName("JSON|FILE"), Options.optional, Options.withDescription("base params the space overrides: inline JSON or a JSON file (default: the --instance's, else {})")),
+  data: Options.text("data").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("OHLCV CSV file")),
+  synthetic: Options.text("synthetic").pipe(Options.withPseudoName("SEED:CANDLES"), Options.optional, Options.withDescription("the venue's seeded synthetic tape: CANDLES one-minute candles from seed SEED, e.g. 42:43200")),
+  from: Options.text("from").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date")),
+  to: Options.text("to").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("last candle open time (exclusive): epoch ms or UTC date")),
+  symbol: Options.text("symbol").pipe(Options.withPseudoName("SYMBOL"), Options.withDefault("BTCUSDT"), Options.withDescription("the venue pair whose rules apply")),
+  balances: Options.text("balances").pipe(Options.withPseudoName("JSON"), Options.withDefault('{"USDT": "10000"}'), Options.withDescription("starting balances as JSON (an --instance's allocation takes their place)")),
+  fees: Options.text("fees").pipe(Options.withPseudoName("RATE|MAKER,TAKER"), Options.optional, Options.withDescription("fee rate for maker and taker, e.g. 0.001 or 0.0008,0.001 (default: the venue's fees)")),
+  settleMs: Options.integer("settle-ms").pipe(Options.withPseudoName("MS"), Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement")),
+  schedule: Options.text("schedule").pipe(Options.withPseudoName("CRON"), Options.optional, Options.withDescription("cron expression firing the strategy's schedule timer")),
+  threads: Options.integer("threads").pipe(Options.withPseudoName("N"), Options.optional, Options.withDescription("worker threads (default: the number of cores; 0 runs every trial on the main thread)")),
+  seed: Options.integer("seed").pipe(Options.withPseudoName("N"), Options.withDefault(1), Options.withDescription("seed of a random search: the same seed draws the same candidates")),
+  walkForward: Options.text("walk-forward").pipe(Options.withPseudoName("TRAIN:TEST"), Options.optional, Options.withDescription("walk-forward windows with units h, d or w, e.g. 90d:30d: optimise on each training window, score the winner on the test window after it")),
   json: Options.boolean("json").pipe(Options.withDescription("print the run as one JSON object: ranked (params, metrics), and folds with walk-forward")),
-  db: Options.text("db").pipe(Options.optional, Options.withDescription(`the results database (default: optimize.db next to the --data file, else ${DEFAULT_RESULTS_DB})`)),
-  show: Options.integer("show").pipe(Options.optional, Options.withDescription("print stored run RUN's ranked table and write its HTML page instead of running")),
-  html: Options.text("html").pipe(Options.optional, Options.withDescription("where the HTML page goes (default with --show: optimize-run-RUN.html next to the results database)")),
-  heatmap: Options.text("heatmap").pipe(Options.optional, Options.withDescription("the two params of the page's heat map as X,Y (default: the first two that vary)")),
-  writeInstance: Options.text("write-instance").pipe(Options.optional, Options.withDescription("write the best candidate into --config as a new strategy instance with this id (written disabled)"))
+  db: Options.text("db").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription(`the results database (default: optimize.db next to the --data file, else ${DEFAULT_RESULTS_DB})`)),
+  show: Options.integer("show").pipe(Options.withPseudoName("RUN"), Options.optional, Options.withDescription("print stored run RUN's ranked table and write its HTML page instead of running")),
+  html: Options.text("html").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("where the HTML page goes (default with --show: optimize-run-RUN.html next to the results database)")),
+  heatmap: Options.text("heatmap").pipe(Options.withPseudoName("X,Y"), Options.optional, Options.withDescription("the two params of the page's heat map, e.g. fastPeriod,slowPeriod (default: the first two that vary)")),
+  writeInstance: Options.text("write-instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("write the best candidate into --config as a new strategy instance with this id (written disabled)"))
 }
 
 type Flags = Command.Command.ParseConfig<typeof options>
@@ -307,4 +308,17 @@ const showRun = (flags: Flags, runId: number) =>
 
 export const optimizeCommand = Command.make("optimize", options, (flags) =>
   Option.isSome(flags.show) ? showRun(flags, flags.show.value) : runOptimisation(flags)
-).pipe(Command.withDescription("Search a strategy's params over a space file (grid or random, successive halving, constraints, walk-forward) and store, show and deploy the results"))
+).pipe(
+  Command.withDescription(
+    described("Search a strategy's params over a space file (grid or random, successive halving, constraints, walk-forward) and store, show and deploy the results", {
+      details: [
+        "Every trial's result is stored once in the results database; --show RUN prints a stored run and writes its HTML page (heat map, walk-forward folds). docs/optimize.md describes the space file and the overfitting rule."
+      ],
+      examples: [
+        "svcbot optimize --strategy sma-crossover --params '{\"quoteQty\": \"1000\"}' --synthetic 42:43200 --space space.json --threads 2",
+        "svcbot optimize --config config/default.json --instance btc-sma --synthetic 42:43200 --space space.json --walk-forward 10d:5d --json",
+        "svcbot optimize --show 1 --config config/default.json --write-instance btc-sma-tuned"
+      ]
+    })
+  )
+)
