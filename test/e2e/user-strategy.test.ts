@@ -45,15 +45,17 @@ interface BacktestOut {
 beforeAll(() => copyFileSync(join(ROOT, "examples/strategies/breakout.ts"), PLUGIN))
 
 describe("a strategy plugin from a folder outside the source tree", () => {
-  let fromCheckout: BacktestOut | undefined
+  let checkoutRun: ReturnType<typeof backtest> | undefined
+  /** The checkout's backtest, run once for the tests that read it. */
+  const fromCheckout = () => (checkoutRun ??= backtest(ROOT, PLUGIN, join(plugins, "checkout.db")))
 
   it("backtests through the CLI from the checkout", async () => {
-    const result = await backtest(ROOT, PLUGIN, join(plugins, "checkout.db"))
+    const result = await fromCheckout()
     expect(result.stderr, result.stderr).toBe("")
     expect(result.code).toBe(0)
-    fromCheckout = JSON.parse(result.stdout) as BacktestOut
-    expect(fromCheckout.strategy).toBe("breakout")
-    expect(fromCheckout.fills.length, "the breakout traded on the synthetic tape").toBeGreaterThan(0)
+    const out = JSON.parse(result.stdout) as BacktestOut
+    expect(out.strategy).toBe("breakout")
+    expect(out.fills.length, "the breakout traded on the synthetic tape").toBeGreaterThan(0)
   })
 
   it("runs in the daemon when a config names the file", async () => {
@@ -88,10 +90,29 @@ describe("a strategy plugin from a folder outside the source tree", () => {
       expect(result.stderr, result.stderr).toBe("")
       expect(result.code).toBe(0)
       const fromImage = JSON.parse(result.stdout) as BacktestOut
-      expect(fromCheckout, "the checkout's run came first").toBeDefined()
-      expect(fromImage.sourceHash).toBe(fromCheckout!.sourceHash)
-      expect(fromImage.metrics).toEqual(fromCheckout!.metrics)
-      expect(fromImage.fills).toEqual(fromCheckout!.fills)
+      const checkout = JSON.parse((await fromCheckout()).stdout) as BacktestOut
+      expect(fromImage.sourceHash).toBe(checkout.sourceHash)
+      expect(fromImage.metrics).toEqual(checkout.metrics)
+      expect(fromImage.fills).toEqual(checkout.fills)
+    })
+
+    it("loads a plain .js plugin as an ES module, with effect resolved from svcbot's own packages", async () => {
+      const plugin = join(plugins, "hold.js")
+      writeFileSync(
+        plugin,
+        [
+          'import { Schema } from "effect"',
+          'import { defineStrategy, result } from "svcbot/strategy"',
+          "const State = Schema.Struct({ candles: Schema.Number })",
+          'export default defineStrategy({ name: "hold", version: "1.0.0", params: Schema.Struct({}), state: State, init: () => ({ candles: 0 }),',
+          "  onCandle: (state) => result({ candles: state.candles + 1 }) })",
+          ""
+        ].join("\n")
+      )
+      const result = await exec(process.execPath, [join(image, "bin/svcbot.js"), "backtest", "--strategy", plugin, "--synthetic", "7:300", "--db", join(plugins, "hold.db"), "--json"], image)
+      expect(result.stderr, result.stderr).toBe("")
+      expect(result.code).toBe(0)
+      expect(JSON.parse(result.stdout)).toMatchObject({ strategy: "hold", metrics: { candles: 300, fills: 0 } })
     })
 
     const refused = async (name: string, source: string | undefined) => {
