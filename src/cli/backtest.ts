@@ -304,7 +304,20 @@ export const backtestCommand = Command.make("backtest", backtestOptions, (flags)
     if (Option.isSome(flags.sweep)) return yield* sweep(flags, spec, job, resolve(flags.sweep.value))
     return yield* single(flags, spec, job, instance)
   })
-).pipe(Command.withDescription("Run a strategy on historical or synthetic candles with the venue's own matching, or sweep a grid of params"))
+).pipe(
+  Command.withDescription(
+    described("Run a strategy on historical or synthetic candles with the venue's own matching, or sweep a grid of params", {
+      details: [
+        "The run is recorded in the evidence store (--db) as evidence for `svcbot promote`. Results go to stdout (a table, or JSON with --json); log lines and sweep progress go to stderr."
+      ],
+      examples: [
+        "svcbot backtest --strategy sma-crossover --synthetic 42:10080",
+        "svcbot backtest --config config/default.json --instance btc-grid --data data/btcusdt-1m.csv --report report.html",
+        "svcbot backtest --strategy grid --synthetic 42:10080 --sweep grid.json --json"
+      ]
+    })
+  )
+)
 
 // ---------------------------------------------------------------------------
 // promote and promotions
