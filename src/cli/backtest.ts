@@ -281,7 +281,10 @@ const sweep = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob, gridPath: 
         })()
       )
     )
-    const ranked = rank(results, grid.rankBy)
+    // Ratios come back from the workers as full-precision floats; shown, like a single run's, to four places.
+    const ranked = rank(results, grid.rankBy).map((result) =>
+      result.metrics === undefined ? result : { ...result, metrics: metricsShown(metricsFromJson(result.metrics)) }
+    )
     const out = resolve(Option.getOrElse(flags.out, () => gridPath.replace(/\.json$/i, "") + ".ranked.csv"))
     const table = rankedCsv(ranked)
     yield* Effect.try({
