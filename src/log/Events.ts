@@ -20,7 +20,7 @@ export const EventCatalog = define({
   "config.invalid": { level: "error", meaning: "the configuration failed validation; every problem is listed by field" },
   "config.loaded": { level: "info", meaning: "the configuration was read and validated" },
   heartbeat: { level: "info", meaning: "once a minute per strategy: position, open orders, PnL, budget use" },
-  "health.listening": { level: "info", meaning: "the /healthz endpoint is serving" },
+  "health.listening": { level: "info", meaning: "the /healthz and /metrics endpoints are serving; carries both urls" },
   "health.changed": { level: "info", meaning: "/healthz changed status; carries the status and every reason it is not ready" },
   "startup.waiting": { level: "warn", meaning: "start-up met a transient (server errors, timeouts, refused connections, an auth block or failure) and waits it out with backoff; the process stays up and not ready" },
 

@@ -242,10 +242,10 @@ describe.skipIf(composeTool === undefined)(
       }
     })
 
-    it("lists the live and observability profiles", () => {
+    it("lists the data, live and observability profiles", () => {
       const result = runConfig(["--profiles"])
       expect(result.status).toBe(0)
-      expect(result.stdout.split("\n").filter((line) => line !== "").sort()).toEqual(["live", "observability"])
+      expect(result.stdout.split("\n").filter((line) => line !== "").sort()).toEqual(["data", "live", "observability"])
     })
 
     it("interpolates the documented variables", () => {
