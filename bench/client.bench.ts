@@ -10,7 +10,9 @@
  * 2. Budget saturation: share of the weight limit used over 5 windows by many
  *    concurrent readers, with zero 429s (the venue's window shortened). Goal >= 0.95.
  *
- * The overhead ratio is the median over three alternating rounds.
+ * The overhead ratio is the median over five alternating rounds. The CPU time this
+ * process spends per request on each side is printed as a reference: unlike the
+ * rates, it does not move with what else the machine runs.
  *
  *   npx tsx bench/client.bench.ts [--seconds 5] [--concurrency 32]
  */
@@ -34,7 +36,7 @@ const arg = (name: string, fallback: number): number => {
 const seconds = arg("seconds", 5)
 const concurrency = arg("concurrency", 32)
 const target = "/api/wallets/spot"
-const ROUNDS = 3
+const ROUNDS = 5
 
 const clientOptions = (baseUrl: string): SvcClientOptions => ({
   baseUrl,
@@ -112,6 +114,16 @@ const clientLoad = (baseUrl: string): Promise<number> =>
     })
   )
 
+/** A load's rate, and the CPU time (user and system) this process spent per request on it. */
+const withCpu = async (load: () => Promise<number>): Promise<{ readonly perSecond: number; readonly cpuUsPerRequest: number }> => {
+  const cpuBefore = process.cpuUsage()
+  const started = performance.now()
+  const perSecond = await load()
+  const cpu = process.cpuUsage(cpuBefore)
+  const requests = perSecond * ((performance.now() - started) / 1000)
+  return { perSecond, cpuUsPerRequest: (cpu.user + cpu.system) / requests }
+}
+
 /** The venue for the overhead figure runs in a child process, so the load generators' work does not slow it. */
 const serve = async () => {
   const scope = Effect.runSync(Scope.make())
@@ -139,8 +151,12 @@ const overhead = async () => {
     await rawLoad(venueUrl)
     await clientLoad(venueUrl)
     // Alternating rounds and the median ratio resist a noisy, shared machine.
-    const rounds: Array<{ readonly raw: number; readonly client: number }> = []
-    for (let round = 0; round < ROUNDS; round++) rounds.push({ raw: await rawLoad(venueUrl), client: await clientLoad(venueUrl) })
+    const rounds: Array<{ readonly raw: number; readonly client: number; readonly rawCpuUs: number; readonly clientCpuUs: number }> = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const raw = await withCpu(() => rawLoad(venueUrl))
+      const client = await withCpu(() => clientLoad(venueUrl))
+      rounds.push({ raw: raw.perSecond, client: client.perSecond, rawCpuUs: raw.cpuUsPerRequest, clientCpuUs: client.cpuUsPerRequest })
+    }
     const platform = await platformLoad(venueUrl)
     const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
     return {
@@ -148,6 +164,8 @@ const overhead = async () => {
       platform,
       client: median(rounds.map((r) => r.client)),
       ratio: median(rounds.map((r) => r.client / r.raw)),
+      rawCpuUs: median(rounds.map((r) => r.rawCpuUs)),
+      clientCpuUs: median(rounds.map((r) => r.clientCpuUs)),
       rounds
     }
   } finally {
@@ -208,6 +226,7 @@ const main = async () => {
   console.log("| --- | ---: | ---: | ---: | ---: |")
   console.log(`| signed GET ${target} per second | ${cost.client.toFixed(0)} | ${cost.raw.toFixed(0)} (raw undici) | ${cost.ratio.toFixed(2)} | >= 0.7 |`)
   console.log(`| (reference) @effect/platform HttpClient, precomputed headers | ${cost.platform.toFixed(0)} | ${cost.raw.toFixed(0)} (raw undici) | ${(cost.platform / cost.raw).toFixed(2)} | |`)
+  console.log(`| (reference) CPU µs of this process per signed GET | ${cost.clientCpuUs.toFixed(1)} | ${cost.rawCpuUs.toFixed(1)} (raw undici) | | |`)
   console.log(`| weight limit used over ${budget.windows} windows, 429s: ${budget.refused} | ${(budget.share * 100).toFixed(1)} % | ${budget.limit} per ${budget.windowMs} ms | ${budget.share.toFixed(3)} | >= 0.95 |`)
   console.log(
     JSON.stringify({
@@ -218,6 +237,8 @@ const main = async () => {
       rawUndiciRps: Math.round(cost.raw),
       platformRps: Math.round(cost.platform),
       rounds: cost.rounds.map((r) => ({ rawUndiciRps: Math.round(r.raw), clientRps: Math.round(r.client) })),
+      clientCpuUsPerRequest: Number(cost.clientCpuUs.toFixed(1)),
+      rawUndiciCpuUsPerRequest: Number(cost.rawCpuUs.toFixed(1)),
       overheadRatio: Number(cost.ratio.toFixed(3)),
       overheadGoal: 0.7,
       budgetShare: Number(budget.share.toFixed(3)),

@@ -465,12 +465,23 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           return Math.round(ceiling / 2 + (jitter * ceiling) / 2)
         })
 
+      /** Request targets of the paths sent without a query, read once: most reads have none. */
+      const plainTargets = new Map<string, string>()
+      /** Path and query as on the request line, as the URL parser writes them. */
+      const targetOf = (path: string, query: string): string => {
+        const known = query === "" ? plainTargets.get(path) : undefined
+        if (known !== undefined) return known
+        const url = new URL(baseUrl + path + query)
+        const target = url.pathname + url.search
+        if (query === "") plainTargets.set(path, target)
+        return target
+      }
+
       /** Sends a call; the first attempt's success returns straight away, anything else goes through `retryPolicy`. */
       const run = <A>(call: Call<A>): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
         Effect.suspend(() => {
-          const url = new URL(baseUrl + call.path + queryString(call.query))
           const wire: Wire = {
-            target: url.pathname + url.search,
+            target: targetOf(call.path, queryString(call.query)),
             // Serialized once: these exact bytes are hashed into every signature and sent.
             body: call.body === undefined ? undefined : Buffer.from(stringify(call.body), "utf8"),
             demand: { endpoint: `${call.method} ${call.path}`, priority: call.priority, placement: call.kind === "placement" }
