@@ -7,6 +7,11 @@
  * baseline is timed before and after the workers and averaged, so a change in the machine's
  * load during the run weighs on both sides.
  *
+ * On a machine shared with other work the wall-clock ratios say little (more threads only
+ * claim a larger share of busy cores), so each runner's CPU time per trial (every thread of
+ * this process) is compared too: `cpuRatio` is the main thread's CPU seconds per trial over the
+ * runner's, 1 when the worker threads cost nothing beyond the trials themselves.
+ *
  *   npm run bench -- optimize                        (24 trials of 20,000 candles)
  *   BENCH_CANDLES=50000 BENCH_TRIALS=48 npm run bench -- optimize
  */
@@ -23,6 +28,8 @@ if (!Number.isSafeInteger(trialCount) || trialCount < 3) throw new Error(`BENCH_
 
 /** What each thread count should reach over the main thread on the two-core machine. */
 const GOALS: Readonly<Record<number, number>> = { 1: 0.9, 2: 1.6, 3: 1.6 }
+/** A worker thread should spend at most a tenth more CPU per trial than the main thread. */
+const CPU_GOAL = 0.9
 
 const spec: JobSpec = {
   strategy: "sma-crossover",
@@ -41,46 +48,57 @@ const warmup = (threads: number): ReadonlyArray<Trial> => Array.from({ length: t
 
 const seconds = (fromNs: bigint): number => Number(process.hrtime.bigint() - fromNs) / 1e9
 
-const timed = async (runner: TrialRunner): Promise<number> => {
+interface Timing {
+  readonly jobsPerSecond: number
+  readonly cpuSecondsPerJob: number
+}
+
+const timed = async (runner: TrialRunner): Promise<Timing> => {
   const started = process.hrtime.bigint()
+  const cpuStarted = process.cpuUsage()
   const results = await runner.run(trials)
   const elapsed = seconds(started)
+  const cpu = process.cpuUsage(cpuStarted)
   const failed = results.find((r) => r.error !== undefined)
   if (failed !== undefined) throw new Error(`a trial failed: ${failed.error}`)
-  return trials.length / elapsed
+  return { jobsPerSecond: trials.length / elapsed, cpuSecondsPerJob: (cpu.user + cpu.system) / 1e6 / trials.length }
 }
 
 const main = inProcessRunner(job)
 await main.run(warmup(1))
 const baselineBefore = await timed(main)
 
-const scaling: Record<string, { threads: number; jobsPerSecond: number; startSeconds: number; ratio: number; goal: number }> = {}
+const scaling: Record<string, { threads: number; jobsPerSecond: number; cpuSecondsPerJob: number; startSeconds: number; ratio: number; goal: number; cpuRatio: number; cpuGoal: number }> = {}
 for (const threads of [1, 2, 3]) {
   const started = process.hrtime.bigint()
   const runner = await startWorkerRunner(spec, threads)
   const startSeconds = seconds(started)
   try {
     await runner.run(warmup(threads))
-    const jobsPerSecond = await timed(runner)
-    scaling[`threads${threads}`] = { threads, jobsPerSecond, startSeconds, ratio: 0, goal: GOALS[threads]! }
+    const { jobsPerSecond, cpuSecondsPerJob } = await timed(runner)
+    scaling[`threads${threads}`] = { threads, jobsPerSecond, cpuSecondsPerJob, startSeconds, ratio: 0, goal: GOALS[threads]!, cpuRatio: 0, cpuGoal: CPU_GOAL }
   } finally {
     await runner.close()
   }
 }
 const baselineAfter = await timed(main)
-const baseline = (baselineBefore + baselineAfter) / 2
-for (const figure of Object.values(scaling)) figure.ratio = figure.jobsPerSecond / baseline
+const baseline = (baselineBefore.jobsPerSecond + baselineAfter.jobsPerSecond) / 2
+const baselineCpu = (baselineBefore.cpuSecondsPerJob + baselineAfter.cpuSecondsPerJob) / 2
+for (const figure of Object.values(scaling)) {
+  figure.ratio = figure.jobsPerSecond / baseline
+  figure.cpuRatio = baselineCpu / figure.cpuSecondsPerJob
+}
 
 process.stdout.write(
   [
     `optimisation throughput: ${trialCount} sma-crossover trials of ${candles} synthetic one-minute candles each`,
-    `${"runner".padEnd(22)}${"jobs/s".padStart(10)}${"vs main".padStart(10)}${"goal".padStart(8)}${"start s".padStart(10)}`,
-    `${"main thread".padEnd(22)}${baseline.toFixed(2).padStart(10)}${"1.000".padStart(10)}${"".padStart(8)}${"".padStart(10)}`,
+    `${"runner".padEnd(22)}${"jobs/s".padStart(10)}${"vs main".padStart(10)}${"goal".padStart(8)}${"CPU s/job".padStart(11)}${"vs main".padStart(10)}${"start s".padStart(10)}`,
+    `${"main thread".padEnd(22)}${baseline.toFixed(2).padStart(10)}${"1.000".padStart(10)}${"".padStart(8)}${baselineCpu.toFixed(4).padStart(11)}${"1.000".padStart(10)}${"".padStart(10)}`,
     ...Object.values(scaling).map(
       (f) =>
-        `${`${f.threads} worker thread${f.threads === 1 ? "" : "s"}`.padEnd(22)}${f.jobsPerSecond.toFixed(2).padStart(10)}${f.ratio.toFixed(3).padStart(10)}${f.goal.toFixed(1).padStart(8)}${f.startSeconds.toFixed(2).padStart(10)}`
+        `${`${f.threads} worker thread${f.threads === 1 ? "" : "s"}`.padEnd(22)}${f.jobsPerSecond.toFixed(2).padStart(10)}${f.ratio.toFixed(3).padStart(10)}${f.goal.toFixed(1).padStart(8)}${f.cpuSecondsPerJob.toFixed(4).padStart(11)}${f.cpuRatio.toFixed(3).padStart(10)}${f.startSeconds.toFixed(2).padStart(10)}`
     ),
-    `main thread before and after the workers: ${baselineBefore.toFixed(2)} and ${baselineAfter.toFixed(2)} jobs/s`,
+    `main thread before and after the workers: ${baselineBefore.jobsPerSecond.toFixed(2)} and ${baselineAfter.jobsPerSecond.toFixed(2)} jobs/s`,
     ""
   ].join("\n")
 )
@@ -90,8 +108,9 @@ process.stdout.write(
     candles,
     trials: trialCount,
     mainJobsPerSecond: baseline,
-    mainJobsPerSecondBefore: baselineBefore,
-    mainJobsPerSecondAfter: baselineAfter,
+    mainJobsPerSecondBefore: baselineBefore.jobsPerSecond,
+    mainJobsPerSecondAfter: baselineAfter.jobsPerSecond,
+    mainCpuSecondsPerJob: baselineCpu,
     ...scaling
   })}\n`
 )
