@@ -70,7 +70,7 @@ import {
   type HandlerResult
 } from "../strategy/Strategy.js"
 import { type Candle, type Fees, MatchingEngine, type OrderView, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
-import { type Metrics, MetricsRecorder, type RunFill } from "./Metrics.js"
+import { type Metrics, MetricsRecorder, plus, type RunFill } from "./Metrics.js"
 
 export interface BacktestSetup<P = unknown, S = unknown> {
   readonly strategy: StrategyDefinition<P, S>
@@ -475,17 +475,22 @@ class Run<P, S> {
   private refreshBalances(): void {
     this.balances.clear()
     const pair = this.setup.pair
-    this.baseHeld = ZERO
-    this.quoteHeld = ZERO
+    let base = ZERO
+    let quote = ZERO
     for (const row of this.engine.balances(UID)) {
       this.balances.set(row.asset, { free: row.free, locked: row.locked })
-      if (row.asset === pair.base) this.baseHeld = row.free.plus(row.locked)
-      else if (row.asset === pair.quote) this.quoteHeld = row.free.plus(row.locked)
+      if (row.asset === pair.base) base = plus(row.free, row.locked)
+      else if (row.asset === pair.quote) quote = plus(row.free, row.locked)
     }
-    this.baseHeldFloat = toFloat(this.baseHeld)
-    this.quoteHeldFloat = toFloat(this.quoteHeld)
+    // An amount that is the same object as before is the same value: its float and the holdings stand.
+    if (base === this.baseHeld && quote === this.quoteHeld) return
+    if (base !== this.baseHeld) this.baseHeldFloat = toFloat(base)
+    if (quote !== this.quoteHeld) this.quoteHeldFloat = toFloat(quote)
+    this.baseHeld = base
+    this.quoteHeld = quote
     this.holdingsReads += 1
   }
+
 
   /**
    * Settlements due before `limitMs`, or also at it when `atLimit`, each at its own

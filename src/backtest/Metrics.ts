@@ -78,7 +78,8 @@ interface Lot {
 const unchangedBy = (amount: Decimal, other: Decimal): boolean =>
   sign(other) === 0 && amount.isFinite() && sign(amount) !== 0 && amount.d.length * 7 <= Decimal.precision
 
-const plus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.plus(other))
+/** `amount.plus(other)`, answering `amount` itself when that is the sum (no copy to allocate). */
+export const plus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.plus(other))
 
 const minus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.minus(other))
 
