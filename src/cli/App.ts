@@ -1,8 +1,8 @@
 /**
  * How svcbot runs a command line: `--help` and `--version` answered from the command tree
  * (src/cli/Help.ts), the arguments parsed by @effect/cli, a usage error said in one line with
- * the way to the right `--help`, then the command's handler, whose CliError becomes its message
- * and exit code. @effect/cli's own runner prints its help document for every usage error and
+ * the way to the right `--help`, then the command's handler, whose failure becomes its message
+ * (one line per problem) and its exit code. @effect/cli's own runner prints its help document for every usage error and
  * offers built-in options (--wizard, --completions, --log-level) that svcbot does not document;
  * this one parses with the same descriptors and refuses those options as unknown.
  */
@@ -166,7 +166,7 @@ export const usageMessage = (command: CommandNode, problem: string): string =>
  * 2, else the command, whose CliError is printed as `name: message` with its exit code.
  */
 export const runCli = <Name extends string, R, E, A>(root: Command.Command<Name, R, E, A>, app: AppInfo) =>
-  (argv: ReadonlyArray<string>): Effect.Effect<void, Exclude<E, CliError>, R | ParseEnv> =>
+  (argv: ReadonlyArray<string>): Effect.Effect<void, never, R | ParseEnv> =>
     Effect.gen(function* () {
       const args = argv.slice(2)
       const asked = yield* request(root.descriptor, args)
@@ -181,11 +181,16 @@ export const runCli = <Name extends string, R, E, A>(root: Command.Command<Name,
           return
         case "Run":
           return yield* root.transform(root.handler(asked.value), asked.value).pipe(
-            Effect.catchIf(
-              (error): error is CliError & E => error instanceof CliError,
-              (error) => Console.error(error.message.split("\n").map((line) => `${app.name}: ${line}`).join("\n")).pipe(Effect.andThen(() => { process.exitCode = error.exitCode }))
+            // A command's failure is its message, never a stack or a log line: a CliError with its
+            // exit code, any other error of a command (the venue's start, say) with 1.
+            Effect.catchAll((error: E) =>
+              Console.error(messageOf(error).split("\n").map((line) => `${app.name}: ${line}`).join("\n")).pipe(
+                Effect.andThen(() => { process.exitCode = error instanceof CliError ? error.exitCode : 1 })
+              )
             )
-          ) as Effect.Effect<void, Exclude<E, CliError>, R>
+          )
       }
     })
 
+const messageOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" && error.message !== "" ? error.message : String(error)
