@@ -7,6 +7,8 @@
 import type { Command } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
 import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import { existsSync } from "node:fs"
 import { afterAll, describe, expect, it, vi } from "vitest"
 import { killAll, svcbot } from "../support/daemon.js"
 import { request } from "../../src/cli/App.js"
@@ -102,7 +104,21 @@ describe("every command's help", () => {
   })
 })
 
+/** `svcbot ARGS` on a pseudo-terminal (util-linux `script`), as a user at a terminal runs it. */
+const onTerminal = (args: string, env: Record<string, string>): Promise<string> =>
+  new Promise((done, fail) =>
+    execFile("script", ["-qec", `node bin/svcbot.js ${args}`, "/dev/null"], { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env }, timeout: 60_000 }, (error, stdout) =>
+      error === null ? done(stdout) : fail(error)
+    )
+  )
+
 describe("colour", () => {
+  it.skipIf(!existsSync("/usr/bin/script"))("on a terminal: bold headings, none with NO_COLOR set", async () => {
+    expect(await onTerminal("config --help", {})).toContain("\x1b[1mUsage:")
+    expect(await onTerminal("config --help", { NO_COLOR: "1" })).not.toMatch(/\x1b\[/)
+  })
+
+
   it("only on a terminal, and never with NO_COLOR set", () => {
     expect(styleFor({ isTTY: true }, {}).color).toBe(true)
     expect(styleFor({ isTTY: true }, { NO_COLOR: "1" }).color).toBe(false)
