@@ -43,8 +43,8 @@ export const ackLostCommand = Command.make("ack-lost", options, (flags) =>
   })
 ).pipe(
   Command.withDescription(
-    described("Acknowledge orders the venue no longer knows (state lost), once checked on the website", {
-      details: ["Give one CLIENT_ORDER_ID or --all. `svcbot status` lists the lost orders."],
+    described("Acknowledge lost orders once checked on the website", {
+      details: ["A lost order is one the venue no longer knows; health names it until it is acknowledged. Give one CLIENT_ORDER_ID or --all. `svcbot status` lists the lost orders."],
       examples: ["svcbot ack-lost co_0000000001", "svcbot ack-lost --all --config config/default.json", "svcbot ack-lost co_0000000001 --db data/svcbot.db"]
     })
   )

@@ -309,9 +309,9 @@ export const backtestCommand = Command.make("backtest", backtestOptions, (flags)
   })
 ).pipe(
   Command.withDescription(
-    described("Run a strategy on historical or synthetic candles with the venue's own matching, or sweep a grid of params", {
+    described("Backtest a strategy on historical or synthetic candles, or sweep its params", {
       details: [
-        "The run is recorded in the evidence store (--db) as evidence for `svcbot promote`. Results go to stdout (a table, or JSON with --json); log lines and sweep progress go to stderr."
+        "Orders are matched by the venue's own matching module, as in paper trading. The run is recorded in the evidence store (--db) as evidence for `svcbot promote`. Results go to stdout (a table, or JSON with --json); log lines and sweep progress go to stderr."
       ],
       examples: [
         "svcbot backtest --strategy sma-crossover --synthetic 42:10080",
@@ -425,8 +425,8 @@ export const promoteCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    described("Promote a strategy to paper or live when the evidence for its exact source and params passes every gate", {
-      details: ["Exit code 0 when promoted, 1 when a gate refuses (the failed gates are named on stderr)."],
+    described("Promote a strategy to paper or live on evidence", {
+      details: ["Granted only when the evidence for its exact source and params passes every gate. Exit code 0 when promoted, 1 when a gate refuses (the failed gates are named on stderr)."],
       examples: [
         "svcbot promote btc-sma --to paper --config config/default.json",
         "svcbot promote btc-sma --to live --config config/live.json",
@@ -466,7 +466,7 @@ export const promotionsCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    described("List promotion records", {
+    described("List the promotion records", {
       examples: ["svcbot promotions", "svcbot promotions sma-crossover --json", "svcbot promotions --db data/evidence.db"]
     })
   )

@@ -248,8 +248,8 @@ export const doctorCommand = Command.make("doctor", common, (args) =>
   })
 ).pipe(
   Command.withDescription(
-    described("Check the key and secret format, reachability, clock skew and Read permission", {
-      details: [`${KEY_NOTE} Exit code 0 when every check passes, 1 when one fails.`],
+    described("Check the key, the exchange's reachability and the clock", {
+      details: [`Checks the key and secret format, reachability, clock skew and the Read permission. ${KEY_NOTE} Exit code 0 when every check passes, 1 when one fails.`],
       examples: ["svcbot doctor --base-url https://exchange.example", "SVC_API_KEY_FILE=key SVC_API_SECRET_FILE=secret svcbot doctor --json"]
     })
   )

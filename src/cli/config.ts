@@ -9,8 +9,8 @@ import { described } from "./Help.js"
 
 const schemaCommand = Command.make("schema", {}, () => Console.log(configJsonSchemaText().trimEnd())).pipe(
   Command.withDescription(
-    described("Print the config file's JSON Schema, as committed in config/svcbot.schema.json", {
-      details: ['Name it in a config\'s "$schema" for checks and completion in editors.'],
+    described("Print the config file's JSON Schema", {
+      details: ['The same as the committed config/svcbot.schema.json. Name it in a config\'s "$schema" for checks and completion in editors.'],
       examples: ["svcbot config schema", "svcbot config schema > config/svcbot.schema.json"]
     })
   )

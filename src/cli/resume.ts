@@ -39,8 +39,8 @@ export const resumeCommand = Command.make("resume", options, (flags) =>
   })
 ).pipe(
   Command.withDescription(
-    described("Resume a paused strategy instance (paused after repeated refusals or a handler error)", {
-      details: ["The running daemon takes it up within seconds; a restart resumes every instance anyway."],
+    described("Resume a paused strategy instance", {
+      details: ["An instance pauses after repeated refusals or a handler error. The running daemon takes it up within seconds; a restart resumes every instance anyway."],
       examples: ["svcbot resume btc-sma", "svcbot resume btc-grid --config config/default.json", "svcbot resume eth-mm --db data/svcbot.db"]
     })
   )

@@ -480,8 +480,8 @@ export const statusCommand = Command.make("status", options, (flags) =>
   })
 ).pipe(
   Command.withDescription(
-    described("Show strategy instances, open orders, today's fills, PnL and reconciliation from the daemon's database", {
-      details: ["Reads the database only (read-only, safe while the daemon runs)."],
+    described("Show what the daemon is doing, from its database", {
+      details: ["Strategy instances, open orders, today's fills, PnL and reconciliation. Reads the database only (read-only, safe while the daemon runs)."],
       examples: ["svcbot status", "svcbot status --config config/default.json", "svcbot status --db data/svcbot.db --json"]
     })
   )

@@ -193,7 +193,8 @@ export const tradesCommand = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    described("List the round trips of each instance from the ledger: entry, exit, net PnL, fees and duration", {
+    described("List each instance's round trips from the ledger", {
+      details: ["Entry and exit price, quantity, net PnL, fees and duration of each trade."],
       examples: ["svcbot trades", "svcbot trades --instance btc-sma --since 2026-11-01", "svcbot trades --config config/default.json --json"]
     })
   )
@@ -215,8 +216,8 @@ export const profitCommand = Command.make("profit", common, (flags) =>
   })
 ).pipe(
   Command.withDescription(
-    described("Profit per instance and per pair from the ledger: realised, unrealised, fees, win rate, best and worst trade", {
-      details: ["What is still held is valued at the last fill's price, as in `svcbot status`."],
+    described("Show the profit per instance and per pair from the ledger", {
+      details: ["Realised and unrealised PnL, fees, win rate, best and worst trade. What is still held is valued at the last fill's price, as in `svcbot status`."],
       examples: ["svcbot profit", "svcbot profit --instance btc-grid", "svcbot profit --db data/svcbot.db --json"]
     })
   )

@@ -5,7 +5,8 @@ import { described } from "./Help.js"
 
 export const venueCommand = serveVenue.pipe(
   Command.withDescription(
-    described("Run svc-venue, the exchange svcbot trades against in paper mode and in tests (the same program as svc-venue)", {
+    described("Run svc-venue, the exchange for paper trading and tests", {
+      details: ["The same program as svc-venue: the SVC API over HTTP, with the admin routes under /_venue (docs/venue.md)."],
       examples: ["svcbot venue --port 8080", "svcbot venue --port 8080 --tape synthetic:7 --tick-ms 250", "svcbot venue --accounts config/venue-accounts.json --tape data/btcusdt-1m.csv"]
     })
   )
