@@ -2,8 +2,9 @@
  * Optimisation throughput: trials (one sma-crossover backtest each, distinct params, the
  * whole synthetic tape) per second on 1, 2 and 3 worker threads, against the same trials run
  * one after another on the main thread, all in this run. The figures are the scaling ratios:
- * worker jobs per second over main-thread jobs per second. Each runner first runs one trial
- * per thread untimed (module loading and the JIT's first compilations), and the main-thread
+ * worker jobs per second over main-thread jobs per second. Each runner first runs
+ * `WARMUP_PER_THREAD` trials per thread untimed (module loading and the JIT's compilations:
+ * every worker thread compiles the backtest afresh), and the main-thread
  * baseline is timed before and after the workers and averaged, so a change in the machine's
  * load during the run weighs on both sides.
  *
@@ -12,7 +13,7 @@
  * this process) is compared too: `cpuRatio` is the main thread's CPU seconds per trial over the
  * runner's, 1 when the worker threads cost nothing beyond the trials themselves.
  *
- *   npm run bench -- optimize                        (24 trials of 20,000 candles)
+ *   npm run bench -- optimize                        (48 trials of 20,000 candles)
  *   BENCH_CANDLES=50000 BENCH_TRIALS=48 npm run bench -- optimize
  */
 import { Effect } from "effect"
@@ -22,7 +23,7 @@ import { type Trial, studyOf, trialOf } from "../src/optimize/Trial.js"
 import { canonicalParams } from "../src/domain/Hash.js"
 
 const candles = Number(process.env.BENCH_CANDLES ?? 20_000)
-const trialCount = Number(process.env.BENCH_TRIALS ?? 24)
+const trialCount = Number(process.env.BENCH_TRIALS ?? 48)
 if (!Number.isSafeInteger(candles) || candles < 1000) throw new Error(`BENCH_CANDLES must be a whole number of at least 1000, got ${process.env.BENCH_CANDLES}`)
 if (!Number.isSafeInteger(trialCount) || trialCount < 3) throw new Error(`BENCH_TRIALS must be a whole number of at least 3, got ${process.env.BENCH_TRIALS}`)
 
@@ -44,7 +45,9 @@ const study = studyOf(job)
 /** Distinct params, so that no trial is the same job as another. */
 const paramsOf = (i: number) => canonicalParams({ fastPeriod: 3 + (i % 12), slowPeriod: 30 + 10 * Math.floor(i / 12), entry: "market", quoteQty: "1000" })
 const trials: ReadonlyArray<Trial> = Array.from({ length: trialCount }, (_, i) => trialOf(study, paramsOf(i), study.fromMs, study.toMs))
-const warmup = (threads: number): ReadonlyArray<Trial> => Array.from({ length: threads }, (_, i) => trialOf(study, paramsOf(trialCount + i), study.fromMs, study.toMs))
+const WARMUP_PER_THREAD = 4
+const warmup = (threads: number): ReadonlyArray<Trial> =>
+  Array.from({ length: threads * WARMUP_PER_THREAD }, (_, i) => trialOf(study, paramsOf(trialCount + i), study.fromMs, study.toMs))
 
 const seconds = (fromNs: bigint): number => Number(process.hrtime.bigint() - fromNs) / 1e9
 
