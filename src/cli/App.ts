@@ -13,7 +13,7 @@ import { type CommandNode, commandTree, type Flag, renderHelp, styleFor } from "
 import { CliError } from "./errors.js"
 
 /** The exit code of a usage error: the command line itself is wrong. */
-export const USAGE_EXIT_CODE = 2
+const USAGE_EXIT_CODE = 2
 
 export interface AppInfo {
   readonly name: string
@@ -96,7 +96,7 @@ const unexpected = (command: CommandNode, args: ReadonlyArray<string>, word: str
 const KINDS: Readonly<Record<string, string>> = { integer: "a whole number", float: "a number", date: "a date", boolean: "true or false" }
 
 /** A parser's complaint, said in svcbot's words with the flag it is about. */
-export const describeParseError = (command: CommandNode, args: ReadonlyArray<string>, message: string): string => {
+const describeParseError = (command: CommandNode, args: ReadonlyArray<string>, message: string): string => {
   let match: RegExpExecArray | null
   if ((match = /^Received unknown argument: '(.*)'$/s.exec(message)) !== null) return unexpected(command, args, match[1]!)
   if ((match = /^Expected a value following option: '(.*)'$/.exec(message)) !== null) return unknownOption(command, match[1]!)
@@ -158,7 +158,7 @@ export const request = <A>(root: CommandDescriptor.Command<A>, args: ReadonlyArr
   })
 
 /** The two lines of a usage error: what is wrong, and where the usage is. */
-export const usageMessage = (command: CommandNode, problem: string): string =>
+const usageMessage = (command: CommandNode, problem: string): string =>
   `${command.path.join(" ")}: ${problem}\nRun '${command.path.join(" ")} --help' for the usage.`
 
 /**
