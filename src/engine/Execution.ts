@@ -341,6 +341,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         }
         // Only now may any of them be sent.
         yield* Queue.offerAll(readyToSend, marked)
+        // No sender will take the ones refused: room for the next group is made here.
+        if (marked.length < group.length) yield* Queue.offer(markerWake, undefined)
       })
 
     /**
@@ -403,8 +405,16 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           yield* noteBlock(recorded.block)
         }
       }
-      const rows = yield* moveMany(moves)
-      for (const row of rows) if (row?.state === "accepted" && row.cancelRequested) yield* FiberSet.run(sends, sendCancel(row))
+      // A write that fails (a full disk) must not stop the recording of later answers.
+      const written = yield* Effect.exit(moveMany(moves))
+      if (Exit.isSuccess(written)) {
+        for (const row of written.value) if (row?.state === "accepted" && row.cancelRequested) yield* FiberSet.run(sends, sendCancel(row))
+      } else {
+        yield* logEvent("reconcile.mismatch", {
+          problem: `the answers to ${group.length} placements could not be written to the journal: they stay submitting until the next start reconciles them`,
+          detail: Cause.pretty(written.cause)
+        })
+      }
       sendsDone(group.length)
     })
     // One timer turn gathers the answers of the requests in flight that came meanwhile.
