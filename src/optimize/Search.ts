@@ -45,8 +45,6 @@ export interface WindowOutcome {
   readonly ranked: ReadonlyArray<RankedCandidate>
   /** How many trials the search asked for (halving rungs included). */
   readonly trials: number
-  /** The end of each halving rung's window (one entry without halving). */
-  readonly rungEnds: ReadonlyArray<number>
 }
 
 /**
@@ -114,7 +112,7 @@ export const optimiseWindow = async (
       alive = [...entries].sort(byRank).slice(0, keep).map((entry) => entry.params)
     }
   }
-  return { window, ranked: [...latest.values()].sort(byRank), trials, rungEnds: ends }
+  return { window, ranked: [...latest.values()].sort(byRank), trials }
 }
 
 // ---------------------------------------------------------------------------
