@@ -127,9 +127,9 @@ const describeParseError = (command: CommandNode, args: ReadonlyArray<string>, m
 const BUILT_IN_FLAGS: Readonly<Record<string, string>> = { ShowWizard: "--wizard", ShowCompletions: "--completions", SetLogLevel: "--log-level" }
 
 /** What the command line asks for; the parser's checks (values, choices, required flags) included. */
-export const request = <A>(root: CommandDescriptor.Command<A>, args: ReadonlyArray<string>): Effect.Effect<Request<A>, never, ParseEnv> =>
+export const request = <A>(root: CommandDescriptor.Command<A>, args: ReadonlyArray<string>, program?: string): Effect.Effect<Request<A>, never, ParseEnv> =>
   Effect.gen(function* () {
-    const tree = commandTree(root)
+    const tree = commandTree(root, program)
     const located = locate(tree, args)
     const unknownCommand = (): Request<A> => {
       const suggestion = closest(located.unknown!, located.command.children.map((c) => c.name))
@@ -144,7 +144,7 @@ export const request = <A>(root: CommandDescriptor.Command<A>, args: ReadonlyArr
     if (located.unknown !== undefined) return unknownCommand()
     // A group named without one of its commands: its help lists them.
     if (located.command.children.length > 0 && args.every((arg) => arg.startsWith("-") === false)) return { _tag: "Help", command: located.command }
-    const parsed = yield* Effect.either(CommandDescriptor.parse(root, [tree.name, ...args], CliConfig.defaultConfig))
+    const parsed = yield* Effect.either(CommandDescriptor.parse(root, [commandTree(root).name, ...args], CliConfig.defaultConfig))
     if (Either.isLeft(parsed)) return { _tag: "Usage", command: located.command, problem: describeParseError(located.command, args, plainText(parsed.left.error)) }
     const directive: CommandDirective.CommandDirective<A> = parsed.right
     if (directive._tag === "BuiltIn") {
@@ -169,7 +169,7 @@ export const runCli = <Name extends string, R, E, A>(root: Command.Command<Name,
   (argv: ReadonlyArray<string>): Effect.Effect<void, never, R | ParseEnv> =>
     Effect.gen(function* () {
       const args = argv.slice(2)
-      const asked = yield* request(root.descriptor, args)
+      const asked = yield* request(root.descriptor, args, app.name)
       switch (asked._tag) {
         case "Help":
           return yield* Console.log(renderHelp(asked.command, app.version, styleFor(process.stdout, process.env)))

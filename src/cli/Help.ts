@@ -209,10 +209,10 @@ const argsOf = (args: Node): ReadonlyArray<Argument> => {
   }
 }
 
-const nodeOf = (descriptor: Node, parent: ReadonlyArray<string>): CommandNode => {
+const nodeOf = (descriptor: Node, parent: ReadonlyArray<string>, program?: string): CommandNode => {
   switch (descriptor._tag) {
     case "Standard": {
-      const name = descriptor.name as string
+      const name = program ?? (descriptor.name as string)
       const blocks = blocksOf(descriptor.description as HelpDoc.HelpDoc)
       const examplesAt = blocks.findIndex((block) => block.kind === "header" && block.text === EXAMPLES)
       const prose = (examplesAt < 0 ? blocks : blocks.slice(0, examplesAt)).map((block) => block.text)
@@ -228,9 +228,9 @@ const nodeOf = (descriptor: Node, parent: ReadonlyArray<string>): CommandNode =>
       }
     }
     case "Map":
-      return nodeOf(descriptor.command as Node, parent)
+      return nodeOf(descriptor.command as Node, parent, program)
     case "Subcommands": {
-      const self = nodeOf(descriptor.parent as Node, parent)
+      const self = nodeOf(descriptor.parent as Node, parent, program)
       return { ...self, children: (descriptor.children as ReadonlyArray<Node>).map((child) => nodeOf(child, self.path)) }
     }
     default:
@@ -238,8 +238,8 @@ const nodeOf = (descriptor: Node, parent: ReadonlyArray<string>): CommandNode =>
   }
 }
 
-/** The command tree of a root descriptor, as help shows it. */
-export const commandTree = (root: CommandDescriptor.Command<unknown>): CommandNode => nodeOf(root as unknown as Node, [])
+/** The command tree of a root descriptor, as help shows it; the root named `program` when the program is not called as its command is. */
+export const commandTree = (root: CommandDescriptor.Command<unknown>, program?: string): CommandNode => nodeOf(root as unknown as Node, [], program)
 
 /** Every command below `node` (itself included), depth first. */
 export const allCommands = (node: CommandNode): ReadonlyArray<CommandNode> => [node, ...node.children.flatMap(allCommands)]
