@@ -136,8 +136,8 @@ describe("svcbot optimize", () => {
     expect(refused.stderr.trim()).toBe(
       [
         `svcbot: the search space ${bad} is invalid:`,
-        `  - params.fastPeriod: a range needs exactly min, max and step (missing step); write e.g. {"min": 5, "max": 20, "step": 5}`,
-        `  - rankBy: "luck" is not an objective; use one of sharpe, sortino, calmar, profit`
+        `svcbot:   - params.fastPeriod: a range needs exactly min, max and step (missing step); write e.g. {"min": 5, "max": 20, "step": 5}`,
+        `svcbot:   - rankBy: "luck" is not an objective; use one of sharpe, sortino, calmar, profit`
       ].join("\n")
     )
   }, 60_000)
