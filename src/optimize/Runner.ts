@@ -8,6 +8,7 @@
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
+import { Data } from "effect"
 import type { JobSpec, PreparedJob } from "../backtest/Job.js"
 import type { ResultsStore } from "./Results.js"
 import { runTrial, type Trial, type TrialResult } from "./Trial.js"
@@ -24,9 +25,7 @@ export type WorkerAnswer =
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "result"; readonly slot: number; readonly result: TrialResult }
 
-export class RunnerFailed extends Error {
-  override readonly name = "RunnerFailed"
-}
+export class RunnerFailed extends Data.TaggedError("RunnerFailed")<{ readonly message: string }> {}
 
 /** Runs trials one after another on this thread. */
 export const inProcessRunner = (job: PreparedJob): TrialRunner => ({
@@ -86,13 +85,13 @@ export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<Trial
       run: (trials) =>
         new Promise((resolve, reject) => {
           if (broken !== undefined) return reject(broken)
-          if (batch !== undefined) return reject(new RunnerFailed("a batch is already running on this runner"))
+          if (batch !== undefined) return reject(new RunnerFailed({ message: "a batch is already running on this runner" }))
           if (trials.length === 0) return resolve([])
           batch = { trials, results: new Array<TrialResult>(trials.length), next: 0, done: 0, resolve, reject }
           for (const worker of workers) feed(worker)
         }),
       close: async () => {
-        broken ??= new RunnerFailed("the runner is closed")
+        broken ??= new RunnerFailed({ message: "the runner is closed" })
         await Promise.all(workers.map((worker) => worker.terminate()))
       }
     }
@@ -100,7 +99,7 @@ export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<Trial
       const worker = startWorker(spec)
       workers.push(worker)
       worker.on("message", (message: WorkerAnswer) => {
-        if (message.type === "failed") return fail(new RunnerFailed(message.message))
+        if (message.type === "failed") return fail(new RunnerFailed({ message: message.message }))
         if (message.type === "ready") {
           if (++ready === workers.length) {
             started = true
@@ -118,7 +117,7 @@ export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<Trial
       })
       worker.on("error", (error) => fail(error))
       worker.on("exit", (code) => {
-        if (code !== 0) fail(new RunnerFailed(`a trial worker exited with code ${code}`))
+        if (code !== 0) fail(new RunnerFailed({ message: `a trial worker exited with code ${code}` }))
       })
     }
   })
