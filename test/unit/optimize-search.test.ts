@@ -80,6 +80,10 @@ describe("the search", () => {
     expect(here.ranked).toHaveLength(8)
   }, 120_000)
 
+  it("a job the worker threads cannot prepare fails their start with the job's own problem", async () => {
+    await expect(startWorkerRunner({ ...spec, strategy: "no-such-strategy" }, 2)).rejects.toThrow(/^--strategy: no strategy "no-such-strategy"/)
+  }, 60_000)
+
   it("halving runs everyone on the first slice and only the best share on the longer windows", async () => {
     const halving = { slices: 3, keep: 0.5 }
     const window = { fromMs: study.fromMs, toMs: study.toMs }
