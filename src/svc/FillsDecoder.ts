@@ -12,7 +12,7 @@
 import { Either } from "effect"
 import { fromString, InvalidDecimal, type Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../domain/Json.js"
-import { exact } from "./AnswerJson.js"
+import { exact, parseNatively } from "./AnswerJson.js"
 import type { Fill, FillsPage } from "./Api.js"
 import { Liquidity, Side } from "./Dialect.js"
 import { DecodeError } from "./Errors.js"
@@ -30,51 +30,15 @@ const isRecord = (value: unknown): value is Row => typeof value === "object" && 
 const nativeRows = new WeakMap<ReadonlyArray<unknown>, ReadonlyArray<string>>()
 
 /**
- * Whether `text` is exactly what JSON.stringify writes for `answer` (AnswerJson.ts's
- * proof that JSON.parse read every number exactly), given what it writes for each
- * fill row: the text is compared piece by piece, so the rows, which are kept for
- * `raw`, are written once and the page is not written again as a whole.
- */
-const writtenAs = (answer: Row, rowTexts: ReadonlyArray<string>, text: string): boolean => {
-  let at = 0
-  const next = (piece: string): boolean => {
-    if (!text.startsWith(piece, at)) return false
-    at += piece.length
-    return true
-  }
-  if (!next("{")) return false
-  let first = true
-  for (const key of Object.keys(answer)) {
-    if (!(first || next(",")) || !next(JSON.stringify(key)) || !next(":")) return false
-    first = false
-    if (key !== "fills") {
-      if (!next(JSON.stringify(answer[key]))) return false
-      continue
-    }
-    if (!next("[")) return false
-    for (let index = 0; index < rowTexts.length; index++) if (!(index === 0 || next(",")) || !next(rowTexts[index]!)) return false
-    if (!next("]")) return false
-  }
-  return next("}") && at === text.length
-}
-
-/**
  * Parses a fills answer to what `Json.parse` gives (see AnswerJson.ts), but for the
  * fill rows of a page read natively, which `decodeFillsPage` reads.
  */
 export const parseFillsAnswer = (text: string): unknown => {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    // Json.parse throws what it throws for text that is no JSON.
-    return parse(text)
-  }
-  if (!isRecord(value) || !Array.isArray(value.fills)) return JSON.stringify(value) === text ? exact(value) : parse(text)
+  const value = parseNatively(text)
+  if (value === undefined) return parse(text)
+  if (!isRecord(value) || !Array.isArray(value.fills)) return exact(value)
   const rows: Array<unknown> = value.fills
-  const rowTexts = rows.map((row) => JSON.stringify(row))
-  if (!writtenAs(value, rowTexts, text)) return parse(text)
-  nativeRows.set(rows, rowTexts)
+  nativeRows.set(rows, rows.map((row) => JSON.stringify(row)))
   for (const key in value) if (key !== "fills") value[key] = exact(value[key])
   return value
 }
