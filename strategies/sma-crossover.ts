@@ -17,10 +17,19 @@ import { cancelOrder, FreeFunds, isCancellable, limitOrder, marketBuy, marketSel
 import { DecimalFromString, defineStrategy, isFinalUpdate, Param, result, type HandlerResult, type StrategyView } from "../src/strategy/Strategy.js"
 
 const Params = Schema.Struct({
-  fastPeriod: Param.int("the number of candles in the fast average, 1 to 10000", { min: 1, max: 10000 }),
-  slowPeriod: Param.int("the number of candles in the slow average, 2 to 10000, more than fastPeriod", { min: 2, max: 10000 }),
-  entry: Param.choice('how to enter: "market" or "limit"', "market", "limit"),
-  quoteQty: Param.decimal("the quote amount spent on each entry, e.g. \"100\"", { positive: true }),
+  fastPeriod: Schema.optionalWith(Param.int("the number of candles in the fast average, 1 to 10000", { min: 1, max: 10000 }), {
+    default: () => 9,
+    exact: true
+  }),
+  slowPeriod: Schema.optionalWith(
+    Param.int("the number of candles in the slow average, 2 to 10000, more than fastPeriod", { min: 2, max: 10000 }),
+    { default: () => 21, exact: true }
+  ),
+  entry: Schema.optionalWith(Param.choice('how to enter: "market" or "limit"', "market", "limit"), { default: () => "market" as const, exact: true }),
+  quoteQty: Schema.optionalWith(Param.decimal("the quote amount spent on each entry, e.g. \"100\"", { positive: true }), {
+    default: () => new Decimal("100"),
+    exact: true
+  }),
   limitOffsetBps: Schema.optionalWith(
     Param.int("for limit entries, how far below the close to bid, 0 to 1000 basis points", { min: 0, max: 1000 }),
     { default: () => 0, exact: true }

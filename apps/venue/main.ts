@@ -1,10 +1,12 @@
-import { Command } from "@effect/cli"
+/** svc-venue: the exchange on its own, with svcbot's help and usage errors. */
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
+import { runCli } from "../../src/cli/App.js"
 import { venueCommand } from "../../src/venue/cli.js"
 import { VENUE_VERSION } from "../../src/svc/VenueIdentity.js"
 
-const cli = Command.run(venueCommand, { name: "svc-venue", version: VENUE_VERSION })
-
 // Logging is pino's (JSON lines); the runtime's pretty logger would print every event twice.
-NodeRuntime.runMain(cli(process.argv).pipe(Effect.provide(NodeContext.layer)), { disablePrettyLogger: true })
+runCli(venueCommand, { name: "svc-venue", version: VENUE_VERSION })(process.argv).pipe(
+  Effect.provide(NodeContext.layer),
+  (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
+)

@@ -25,7 +25,8 @@ export interface Connection {
   readonly requestTimeoutMs: number
 }
 
-const baseUrlOf = (flag: Option.Option<string>, env: Env): Either.Either<string, string> => {
+/** The exchange's address from `--base-url` or SVC_BASE_URL, or what is wrong with it. */
+export const baseUrlOf = (flag: Option.Option<string>, env: Env = process.env): Either.Either<string, string> => {
   const url = Option.getOrUndefined(flag) ?? env.SVC_BASE_URL
   if (url === undefined || url === "") return Either.left("no exchange address: pass --base-url https://exchange.example (or set SVC_BASE_URL)")
   if (!/^https?:\/\/[^/\s]+(\/[^\s]*)?$/.test(url)) return Either.left(`--base-url "${url}" is not an http(s) URL such as https://exchange.example`)

@@ -26,6 +26,7 @@ import { defaultDialect } from "../svc/Dialect.js"
 import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { parseTime } from "./backtest.js"
+import { baseUrlOf } from "./client.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
 
@@ -36,12 +37,6 @@ const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? ""
 const fromEither = <A>(either: Either.Either<A, string | CliError>): Effect.Effect<A, CliError> =>
   Either.match(either, { onLeft: (e) => Effect.fail(typeof e === "string" ? usageError(e) : e), onRight: Effect.succeed })
 
-const baseUrlOf = (flag: Option.Option<string>): Either.Either<string, string> => {
-  const url = Option.getOrUndefined(flag) ?? process.env.SVC_BASE_URL
-  if (url === undefined || url === "") return Either.left("no exchange address: pass --base-url https://exchange.example (or set SVC_BASE_URL)")
-  if (!/^https?:\/\/[^/\s]+(\/[^\s]*)?$/.test(url)) return Either.left(`--base-url "${url}" is not an http(s) URL such as https://exchange.example`)
-  return Either.right(url)
-}
 
 /**
  * A client for public reads only. It signs nothing, so it holds no key: an empty key and
@@ -248,7 +243,10 @@ export const recordCommand = Command.make(
       details: [
         "Runs beside the daemon; needs no API key. On a file that holds candles it first catches up from the file's last row; on a new file it starts with the candle that closed last. A stop leaves whole lines only."
       ],
-      examples: ["svcbot data record --symbol BTCUSDT --out data/btcusdt-1m.csv --base-url http://127.0.0.1:8080"]
+      examples: [
+        "svcbot data record --symbol BTCUSDT --out data/btcusdt-1m.csv --base-url http://127.0.0.1:8080",
+        "svcbot data record --symbol ETHUSDT --interval 5m --out data/ethusdt-5m.csv --poll-ms 10000"
+      ]
     })
   )
 )
