@@ -5,7 +5,7 @@
  * so a signal or the end of `--for` tears it down in reverse: strategies stop,
  * open orders are cancelled (per config), fills are synced, the database closes.
  */
-import { Clock, Context, Data, Duration, Effect, Either, FiberRef, HashSet, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
+import { Clock, Context, Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
 import { type Config, evidencePathOf } from "../config/Config.js"
 import { type Credentials, loadCredentials } from "../config/Load.js"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
@@ -352,8 +352,8 @@ export const tradingPort = (engine: EngineModule.Engine): TradingPort => ({
     }))
 })
 
-/** One heartbeat line per strategy: position, open orders, PnL and budget use. */
-const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: ReadonlyArray<RunningInstance>) =>
+/** One heartbeat line per strategy: position, open orders, PnL and budget use; its figures go to the metrics too. */
+const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, metrics: DaemonMetrics, instances: ReadonlyArray<RunningInstance>) =>
   Effect.gen(function* () {
     const budget = yield* svc.budgetSnapshot
     for (const instance of instances) {
@@ -364,11 +364,23 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
       // of the exchange's own amounts and are shown exactly.
       const pair = view.pairs.get(instance.symbol)
       const quote = (value: Decimal) => (pair === undefined ? value.toFixed() : atIncrement(value, pair.tickSize))
+      const openOrders = [...view.openOrders.values()].filter((row) => !TERMINAL_STATES.has(row.state)).length
+      const paused = yield* instance.pausedReason
+      metrics.strategyFigures(instance.id, {
+        symbol: instance.symbol,
+        realizedPnl: book.realizedPnl,
+        unrealizedPnl: book.unrealizedPnl,
+        fees: book.feesQuote,
+        netPnl: book.netPnl,
+        position: position?.baseQty ?? ZERO,
+        openOrders,
+        paused: paused !== undefined
+      })
       yield* logEvent("heartbeat", {
         strategy: instance.id,
         symbol: instance.symbol,
         position: (position?.baseQty ?? ZERO).toFixed(),
-        openOrders: [...view.openOrders.values()].filter((row) => !TERMINAL_STATES.has(row.state)).length,
+        openOrders,
         realizedPnl: quote(book.realizedPnl),
         unrealizedPnl: quote(book.unrealizedPnl),
         fees: quote(book.feesQuote),
@@ -376,7 +388,7 @@ const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, instances: Reado
         ...(book.balances === undefined
           ? {}
           : { balances: Object.fromEntries([...book.balances].map(([asset, amount]) => [asset, amount.toFixed()])) }),
-        paused: (yield* instance.pausedReason) ?? null,
+        paused: paused ?? null,
         usedWeight1m: budget.usedWeight1m,
         weightLimit1m: budget.weightLimit1m,
         ordersUsed10s: budget.ordersUsed10s,
@@ -441,9 +453,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
     }
 
     const health = yield* Health
-    // Metrics read the log events and fibers started from here on, so they are in place first.
     const metrics = Context.get(yield* Layer.build(DaemonMetrics.Default), DaemonMetrics)
-    yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(metrics.logger))
     if (config.health.port !== undefined) yield* serveHealth(health, metrics.exposition, config.health.host, config.health.port).pipe(Effect.orDie)
 
     const { baseUrl, credentials } = yield* connect(options)
@@ -464,6 +474,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
     const trade = Effect.gen(function* () {
       const engine = yield* EngineModule.Engine
       const svc = yield* SvcClient
+      yield* metrics.countOrders(yield* engine.orderUpdates())
       yield* metrics.countFills(yield* engine.fillUpdates())
       yield* metrics.watchBudget(keyId, svc.budgetSnapshot)
       const byId = new Map<string, RunningInstance>()
@@ -499,7 +510,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       )
       prices = market.get
       yield* Effect.forkScoped(
-        heartbeat(engine, svc, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
+        heartbeat(engine, svc, metrics, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
       )
       // What the budget learned goes to the next run on this key, now and then and at the stop.
       const database = yield* Database

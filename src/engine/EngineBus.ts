@@ -21,6 +21,7 @@ export interface OrderUpdate {
   readonly intentId: string | null
   readonly orderId: number
   readonly clientOrderId: string | null
+  readonly symbol: string
   readonly state: OrderState
   /** The last order kind the service reported, when any. */
   readonly kind: string | null
@@ -55,6 +56,7 @@ export const toUpdate = (row: OrderRow, at: number): OrderUpdate => ({
   intentId: row.intentId,
   orderId: row.orderId,
   clientOrderId: row.clientOrderId,
+  symbol: row.symbol,
   state: row.state,
   kind: row.kindsSeen[row.kindsSeen.length - 1] ?? null,
   code: row.code,

@@ -4,11 +4,12 @@
  * taken where the daemon already publishes it, so an update costs a map lookup
  * and no read of the database.
  *
- * - orders: the structured log events of the order state machine (`order.intent`,
- *   `order.accepted`, `order.filled` ...), counted per strategy, symbol and state;
+ * - orders: the engine's order stream (every journaled intent and every move of the
+ *   state machine), counted per strategy, symbol and state;
  * - fills: the engine's fill stream, the same one the strategies are fed from;
- * - PnL, position, open orders, pauses: the `heartbeat` event of each strategy,
- *   kept as Decimal and turned into a number only when Prometheus reads it;
+ * - PnL, position, open orders, pauses: the figures of each strategy's heartbeat,
+ *   handed over as the heartbeat is made (whatever the log level), kept as Decimal
+ *   and turned into a number only when Prometheus reads it;
  * - rate budgets: read from the client's budget governor when Prometheus scrapes
  *   (what `X-SVC-USED-WEIGHT-1M` and its siblings last said, plus the local estimate);
  * - request latency: timed on the client's connection pool, per endpoint and status class;
@@ -21,11 +22,10 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import type { Dispatcher } from "@effect/platform-node/Undici"
-import { Effect, HashMap, Layer, Logger, Option, type Scope, Stream } from "effect"
+import { Effect, Layer, type Scope, Stream } from "effect"
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
-import { type Decimal, fromString } from "../domain/Decimal.js"
-import { ORDER_STATES, type OrderState } from "../domain/OrderState.js"
-import type { FillUpdate } from "../engine/EngineBus.js"
+import type { Decimal } from "../domain/Decimal.js"
+import type { FillUpdate, OrderUpdate } from "../engine/EngineBus.js"
 import { maskKeyId } from "../log/Redaction.js"
 import type { BudgetSnapshot } from "../svc/Budget.js"
 
@@ -35,10 +35,8 @@ const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 /** The status label of a request that got no answer (timeout, reset, refused connection). */
 export const NO_ANSWER = "none"
 
-const KNOWN_STATES: ReadonlySet<string> = new Set(ORDER_STATES)
-
 /** What one strategy's last heartbeat said; amounts stay exact until exposition. */
-interface StrategyFigures {
+export interface StrategyFigures {
   readonly symbol: string
   readonly realizedPnl: Decimal
   readonly unrealizedPnl: Decimal
@@ -47,30 +45,6 @@ interface StrategyFigures {
   readonly position: Decimal
   readonly openOrders: number
   readonly paused: boolean
-}
-
-const annotation = (annotations: HashMap.HashMap<string, unknown>, name: string): unknown => Option.getOrUndefined(HashMap.get(annotations, name))
-
-const text = (annotations: HashMap.HashMap<string, unknown>, name: string): string | undefined => {
-  const value = annotation(annotations, name)
-  return typeof value === "string" ? value : undefined
-}
-
-const amount = (annotations: HashMap.HashMap<string, unknown>, name: string): Decimal | undefined => {
-  const value = text(annotations, name)
-  if (value === undefined) return undefined
-  try {
-    return fromString(value)
-  } catch {
-    return undefined
-  }
-}
-
-/** The state an order event reports: `order.intent` is the journaling, the others carry the state they moved to. */
-const stateOf = (name: string, annotations: HashMap.HashMap<string, unknown>): OrderState | undefined => {
-  if (name === "order.intent") return "intent"
-  const state = text(annotations, "state")
-  return state !== undefined && KNOWN_STATES.has(state) ? (state as OrderState) : undefined
 }
 
 const statusClass = (status: number): string => (status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : NO_ANSWER)
@@ -222,36 +196,16 @@ export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/Daemo
     return {
       /** The text exposition of every metric, with its content type. */
       exposition: Effect.promise(() => registry.metrics()).pipe(Effect.map((body) => ({ contentType: registry.contentType, body }))),
-      /** Picks order transitions and heartbeats out of the log stream; anything else returns at the first comparison. */
-      logger: Logger.make<unknown, void>(({ message, annotations }) => {
-        const name = Array.isArray(message) ? message[0] : message
-        if (typeof name !== "string") return
-        if (name === "heartbeat") {
-          const strategy = text(annotations, "strategy")
-          const symbol = text(annotations, "symbol")
-          const [realizedPnl, unrealizedPnl, fees, netPnl, position] = ["realizedPnl", "unrealizedPnl", "fees", "netPnl", "position"].map((field) => amount(annotations, field))
-          const openOrders = annotation(annotations, "openOrders")
-          if (strategy === undefined || symbol === undefined || realizedPnl === undefined || unrealizedPnl === undefined || fees === undefined || netPnl === undefined || position === undefined) return
-          const paused = annotation(annotations, "paused")
-          strategies.set(strategy, {
-            symbol,
-            realizedPnl,
-            unrealizedPnl,
-            fees,
-            netPnl,
-            position,
-            openOrders: typeof openOrders === "number" ? openOrders : 0,
-            paused: paused !== null && paused !== undefined
-          })
-          return
-        }
-        if (!name.startsWith("order.")) return
-        const state = stateOf(name, annotations)
-        const symbol = text(annotations, "symbol")
-        if (state === undefined || symbol === undefined) return
-        // An order found on the exchange that no strategy placed has no strategy: an empty label.
-        orders.inc({ strategy: text(annotations, "strategy") ?? "", symbol, state })
-      }),
+      /** Keeps what a strategy's heartbeat says until the next one. */
+      strategyFigures: (strategy: string, figures: StrategyFigures): void => void strategies.set(strategy, figures),
+      /** Counts the engine's order moves for the lifetime of the scope; subscribe before trading starts so none is missed. */
+      countOrders: (updates: Stream.Stream<OrderUpdate>): Effect.Effect<void, never, Scope.Scope> =>
+        Effect.asVoid(
+          Effect.forkScoped(
+            // An order found on the exchange that no strategy placed has no strategy: an empty label.
+            Stream.runForEach(updates, ({ strategyId, symbol, state }) => Effect.sync(() => orders.inc({ strategy: strategyId ?? "", symbol, state })))
+          )
+        ),
       /** Counts the engine's fills for the lifetime of the scope; subscribe before trading starts so none is missed. */
       countFills: (updates: Stream.Stream<FillUpdate>): Effect.Effect<void, never, Scope.Scope> =>
         Effect.asVoid(

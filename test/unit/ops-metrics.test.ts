@@ -1,53 +1,73 @@
-import { Writable } from "node:stream"
-import { Effect, Exit, FiberRef, HashSet, Scope } from "effect"
+import { Effect, Exit, Scope, Stream } from "effect"
 import { describe, expect, it } from "vitest"
-import * as Log from "../../src/log/Logger.js"
-import { DaemonMetrics } from "../../src/ops/Metrics.js"
+import { Decimal } from "../../src/domain/Decimal.js"
+import type { OrderUpdate } from "../../src/engine/EngineBus.js"
+import { DaemonMetrics, type StrategyFigures } from "../../src/ops/Metrics.js"
 import type { BudgetSnapshot } from "../../src/svc/Budget.js"
 
-const discard = new Writable({ write: (_chunk, _encoding, done) => done() })
-
-/** Runs `body` with the daemon's logger and the metrics' log hook in place, then returns the exposition. */
+/** Runs `body` with the metrics in place, then returns the exposition. */
 const exposed = (body: (metrics: DaemonMetrics) => Effect.Effect<void, never, Scope.Scope>) =>
   Effect.gen(function* () {
     const metrics = yield* DaemonMetrics
-    yield* Effect.scoped(
-      Effect.zipRight(Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(metrics.logger)), body(metrics))
-    )
+    yield* Effect.scoped(body(metrics))
     return (yield* metrics.exposition).body
-  }).pipe(Effect.provide(DaemonMetrics.Default), Effect.provide(Log.layer({ destination: discard, pretty: false })), Effect.runPromise)
+  }).pipe(Effect.provide(DaemonMetrics.Default), Effect.runPromise)
 
-const heartbeat = (fields: Record<string, unknown>) =>
-  Log.logEvent("heartbeat", { strategy: "grid-btc", symbol: "BTCUSDT", position: "0.5", openOrders: 3, realizedPnl: "12.5", unrealizedPnl: "-3.25", fees: "0.75", netPnl: "8.5", paused: null, ...fields })
+const d = (value: string) => new Decimal(value)
 
-describe("daemon metrics from the log events", () => {
-  it("counts order transitions per strategy, symbol and state, and nothing else of an order", async () => {
-    const text = await exposed(() =>
+const figures = (fields: Partial<StrategyFigures>): StrategyFigures => ({
+  symbol: "BTCUSDT",
+  position: d("0.5"),
+  openOrders: 3,
+  realizedPnl: d("12.5"),
+  unrealizedPnl: d("-3.25"),
+  fees: d("0.75"),
+  netPnl: d("8.5"),
+  paused: false,
+  ...fields
+})
+
+const update = (fields: Pick<OrderUpdate, "strategyId" | "symbol" | "state"> & Partial<OrderUpdate>): OrderUpdate => ({
+  tag: "grid-7",
+  intentId: "i-1",
+  orderId: 1,
+  clientOrderId: "svc-123456",
+  kind: null,
+  code: null,
+  filledBaseQty: d("0"),
+  at: 0,
+  ...fields
+})
+
+describe("daemon metrics", () => {
+  it("counts the engine's order moves per strategy, symbol and state, and nothing else of an order", async () => {
+    const text = await exposed((metrics) =>
       Effect.gen(function* () {
-        const order = { strategy: "grid-btc", tag: "grid-7", intentId: "i-1", clientOrderId: "svc-123456", symbol: "BTCUSDT", side: "buy", type: "limit" }
-        yield* Log.logEvent("order.intent", { ...order, notional: "100" })
-        yield* Log.logEvent("order.accepted", { ...order, state: "accepted" })
-        yield* Log.logEvent("order.filled", { ...order, state: "fill" })
-        // Reconciliation's own line carries no state; an unheard-of state is no label value.
-        yield* Log.logEvent("order.reconciled", { clientOrderId: "svc-999", symbol: "BTCUSDT", outcome: "external" })
-        yield* Log.logEvent("order.rejected", { ...order, state: "exploded" })
-        yield* Log.logEvent("order.cancelled", { strategy: null, clientOrderId: "svc-5", symbol: "ETHUSDT", state: "cancelled" })
+        const moves = ["intent", "submitting", "accepted", "fill"] as const
+        const updates = [
+          ...moves.map((state) => update({ strategyId: "grid-btc", symbol: "BTCUSDT", state })),
+          // An order found on the exchange that no strategy placed.
+          update({ strategyId: null, symbol: "ETHUSDT", state: "cancelled", clientOrderId: "svc-5", tag: null })
+        ]
+        yield* metrics.countOrders(Stream.fromIterable(updates))
+        // The count runs on its own fiber: let it take the stream.
+        yield* Effect.yieldNow()
+        yield* Effect.sleep(10)
       })
     )
     expect(text).toContain('svcbot_orders_total{strategy="grid-btc",symbol="BTCUSDT",state="intent"} 1')
     expect(text).toContain('svcbot_orders_total{strategy="grid-btc",symbol="BTCUSDT",state="accepted"} 1')
     expect(text).toContain('svcbot_orders_total{strategy="grid-btc",symbol="BTCUSDT",state="fill"} 1')
     expect(text).toContain('svcbot_orders_total{strategy="",symbol="ETHUSDT",state="cancelled"} 1')
-    expect(text.match(/^svcbot_orders_total\{/gm)).toHaveLength(4)
-    for (const unbounded of ["svc-123456", "svc-999", "grid-7", "i-1", "exploded"]) expect(text).not.toContain(unbounded)
+    expect(text.match(/^svcbot_orders_total\{/gm)).toHaveLength(5)
+    for (const unbounded of ["svc-123456", "svc-5", "grid-7", "i-1"]) expect(text).not.toContain(unbounded)
   })
 
-  it("shows each strategy's last heartbeat, exact decimals turned into numbers only here", async () => {
-    const text = await exposed(() =>
-      Effect.gen(function* () {
-        yield* heartbeat({ realizedPnl: "1" })
-        yield* heartbeat({ realizedPnl: "12345678.123456789", paused: "3 rejections of INSUFFICIENT_BALANCE" })
-        yield* heartbeat({ strategy: "dca-btc", realizedPnl: "not a number" })
+  it("shows each strategy's last heartbeat figures, exact decimals turned into numbers only here", async () => {
+    const text = await exposed((metrics) =>
+      Effect.sync(() => {
+        metrics.strategyFigures("grid-btc", figures({ realizedPnl: d("1") }))
+        metrics.strategyFigures("grid-btc", figures({ realizedPnl: d("12345678.123456789"), paused: true }))
       })
     )
     // A Prometheus sample is a double: the last of the seventeen significant digits is where it rounds.
@@ -57,8 +77,6 @@ describe("daemon metrics from the log events", () => {
     expect(text).toContain('svcbot_position{strategy="grid-btc",symbol="BTCUSDT"} 0.5')
     expect(text).toContain('svcbot_open_orders{strategy="grid-btc",symbol="BTCUSDT"} 3')
     expect(text).toContain('svcbot_strategy_paused{strategy="grid-btc",symbol="BTCUSDT"} 1')
-    // A heartbeat whose amounts cannot be read leaves no made-up figure.
-    expect(text).not.toContain('strategy="dca-btc"')
   })
 
   it("shows a key's budget under its masked id while the client lives, and forgets it after", async () => {
