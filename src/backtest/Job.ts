@@ -184,7 +184,12 @@ export const prepare = (spec: JobSpec): Effect.Effect<PreparedJob, JobInvalid> =
   })
 
 /** Decodes the params and runs the backtest; synchronous. */
-export const runPrepared = (job: PreparedJob, rawParams: unknown): Either.Either<BacktestResult, JobInvalid> => {
+/** Runs the job with these params; `afterCandle` sees the strategy's state after each candle (the report's plots). */
+export const runPrepared = (
+  job: PreparedJob,
+  rawParams: unknown,
+  afterCandle?: (index: number, state: unknown) => void
+): Either.Either<BacktestResult, JobInvalid> => {
   const params = decodeParams(job.definition, "backtest", rawParams)
   if (Either.isLeft(params)) return Either.left(new JobInvalid({ message: params.left.message.replaceAll("strategies[backtest].params", "--params") }))
   const balances: Record<string, Decimal> = {}
@@ -198,7 +203,8 @@ export const runPrepared = (job: PreparedJob, rawParams: unknown): Either.Either
     balances,
     candles: job.series.candles,
     intervalMs: job.series.intervalMs,
-    ...(job.spec.schedule === undefined ? {} : { schedule: job.spec.schedule })
+    ...(job.spec.schedule === undefined ? {} : { schedule: job.spec.schedule }),
+    ...(afterCandle === undefined ? {} : { afterCandle })
   })
   return Either.mapLeft(outcome, (error) => new JobInvalid({ message: error.message }))
 }

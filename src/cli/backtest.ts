@@ -13,6 +13,7 @@ import type { BacktestResult } from "../backtest/Backtest.js"
 import { describeData, type JobSpec, parseBalances, parseDataSpec, parseFees, prepare, type PreparedJob, readParams, runPrepared } from "../backtest/Job.js"
 import { fillToJson, metricsFromJson, metricsShown } from "../backtest/Metrics.js"
 import { metricRows, renderReport } from "../backtest/Report.js"
+import { PlotFailed, plotRecorder } from "../report/Plots.js"
 import { parseGrid, rank, rankedCsv, runSweep, type SweepResult } from "../backtest/Sweep.js"
 import { type Config, evidencePathOf, type StrategyInstanceConfig } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
@@ -195,7 +196,17 @@ const recordBacktest = (db: BetterSqlite3.Database, job: PreparedJob, sourceHash
 const single = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob, instance: StrategyInstanceConfig | undefined) =>
   Effect.gen(function* () {
     const params = Option.isSome(flags.params) ? yield* fromEither(readParams(flags.params.value, spec.cwd)) : (instance?.params ?? {})
-    const result = yield* fromEither(runPrepared(job, params))
+    // The strategy's plotted series are read only for a report.
+    const plots = Option.isSome(flags.report) ? plotRecorder(job.definition, job.series.candles.length) : undefined
+    const result = yield* Effect.suspend(() => {
+      try {
+        return fromEither(runPrepared(job, params, plots?.afterCandle))
+      } catch (error) {
+        // A plot is the strategy's own code: its failure ends this run, named, instead of a crash.
+        if (error instanceof PlotFailed) return Effect.fail(new CliError({ message: `the report cannot be drawn: ${error.message}`, exitCode: 1 }))
+        throw error
+      }
+    })
     const sourceHash = sourceHashOfFile(job.sourcePath)
     const runId = yield* withDatabase(dbPath(flags.db), (db) => Effect.sync(() => recordBacktest(db, job, sourceHash, params, result.metrics)))
     if (Option.isSome(flags.report)) {
@@ -214,6 +225,8 @@ const single = (flags: BacktestFlags, spec: JobSpec, job: PreparedJob, instance:
         ],
         candles: job.series.candles,
         intervalMs: job.series.intervalMs,
+        pair: job.pair,
+        ...(plots === undefined ? {} : { plots: plots.series }),
         equity: result.equity,
         fills: result.fills,
         metrics: result.metrics

@@ -64,7 +64,17 @@ describe("svcbot backtest", () => {
     expect(out.fills.length).toBe(out.metrics.fills)
     expect(out.fills[0]).toMatchObject({ tag: expect.stringMatching(/^sma-entry-/), side: "buy", liquidity: "taker", feeAsset: "BTC" })
     expect(out.fills[0]!.price).toMatch(/^\d+(\.\d+)?$/)
-    expect(readFileSync(report, "utf8")).toContain('<svg id="equity-chart"')
+    const html = readFileSync(report, "utf8")
+    expect(html).toContain('<svg id="equity-chart"')
+    // The CLI hands the report the strategy's plots and the pair its round-trip table needs.
+    const data = JSON.parse(html.slice(html.indexOf('id="report-data">') + 'id="report-data">'.length, html.indexOf("</script>", html.indexOf('id="report-data">')))) as {
+      plots: Array<{ name: string }>
+      trades: Array<unknown>
+    }
+    expect(data.plots.map((p) => p.name)).toEqual(["fast SMA", "slow SMA"])
+    expect(out.metrics.trades).toBeGreaterThan(0)
+    expect(data.trades.length).toBeGreaterThan(0)
+    expect(html).toContain('<table id="trades">')
 
     const handle = openDatabase({ path: db })
     const [recorded] = listRuns(handle, "sma-crossover").filter((r) => r.runId === out.runId)
@@ -109,8 +119,9 @@ describe("svcbot backtest", () => {
   it("names the flag of a bad option", async () => {
     const both = await svcbot("backtest", "--strategy", "sma-crossover", "--params", params, "--synthetic", "1:10", "--data", "x.csv", "--db", db)
     expect(both.error?.message).toMatch(/exactly one of --data FILE.csv or --synthetic/)
-    const badParams = await svcbot("backtest", "--strategy", "sma-crossover", "--params", '{"fastPeriod": 5}', "--synthetic", "1:10", "--db", db)
-    expect(badParams.error?.message).toMatch(/--params.slowPeriod: is missing/)
+    // slowPeriod left out takes its default, 21, which must be more than fastPeriod.
+    const badParams = await svcbot("backtest", "--strategy", "sma-crossover", "--params", '{"fastPeriod": 30}', "--synthetic", "1:10", "--db", db)
+    expect(badParams.error?.message).toMatch(/--params.slowPeriod: 21 must be more than fastPeriod \(30\)/)
     const badFees = await svcbot("backtest", "--strategy", "sma-crossover", "--params", params, "--synthetic", "1:10", "--fees", "2", "--db", db)
     expect(badFees.error?.message).toMatch(/--fees: "2" is not a fee rate/)
     expect(parseTime("2024-02-30x", "--from")._tag).toBe("Left")
@@ -189,3 +200,28 @@ function countRuns(): number {
   handle.close()
   return n
 }
+
+describe("svcbot backtest --report with a strategy whose plot fails", () => {
+  it("ends the run with one line naming the strategy, the plot and the candle, exit 1", async () => {
+    const plugin = join(dir, "bad-plot.ts")
+    writeFileSync(
+      plugin,
+      `import { Schema } from "effect"
+import { defineStrategy, result } from "${join(process.cwd(), "src/strategy/Strategy.js")}"
+export default defineStrategy({
+  name: "bad-plot",
+  version: "1.0.0",
+  params: Schema.Struct({}),
+  state: Schema.Struct({ n: Schema.Number }),
+  init: () => ({ n: 0 }),
+  onCandle: (state) => result({ n: state.n + 1 }),
+  plots: { count: (state) => (state.n > 3 ? ("many" as unknown as number) : state.n) }
+})
+`
+    )
+    const run = await svcbot("backtest", "--strategy", plugin, "--synthetic", "9:100", "--db", db, "--report", join(dir, "bad.html"))
+    expect(run.error?.exitCode).toBe(1)
+    expect(run.error?.message).toMatch(/^the report cannot be drawn: strategy bad-plot: plot "count" gave string at candle 3/)
+    expect(existsSync(join(dir, "bad.html"))).toBe(false)
+  })
+})
