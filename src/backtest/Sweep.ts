@@ -4,14 +4,13 @@
  * the job and its params, results are kept by combination index, and ties rank
  * by index, so the ranked table is the same whatever the number of threads.
  */
-import { createRequire } from "node:module"
-import { pathToFileURL } from "node:url"
-import { Worker } from "node:worker_threads"
+import type { Worker } from "node:worker_threads"
 import { Data, Either } from "effect"
 import { type Decimal, fromJsNumber, fromString } from "../domain/Decimal.js"
 import { parse } from "../domain/Json.js"
 import { canonicalParams } from "../domain/Hash.js"
 import type { JobSpec } from "./Job.js"
+import { startModuleWorker } from "./Workers.js"
 
 /** Metrics a sweep can rank by, and whether larger is better. */
 export const RANKABLE = {
@@ -105,15 +104,6 @@ export type WorkerMessage =
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "result"; readonly result: SweepResult }
 
-/** Starts a sweep worker; from TypeScript sources the worker registers the tsx loader first. */
-const startWorker = (spec: JobSpec): Worker => {
-  const here = import.meta.url
-  if (!here.endsWith(".ts")) return new Worker(new URL("./SweepWorker.js", here), { workerData: spec })
-  const tsx = new URL("dist/esm/api/index.mjs", pathToFileURL(createRequire(here).resolve("tsx/package.json"))).href
-  const entry = new URL("./SweepWorker.ts", here).href
-  const bootstrap = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}) })`
-  return new Worker(bootstrap, { eval: true, workerData: spec })
-}
 
 /**
  * Runs every combination across `threads` workers (each loads the strategy and
@@ -143,7 +133,7 @@ export const runSweep = (spec: JobSpec, grid: Grid, options: SweepOptions): Prom
       }
     }
     for (let w = 0; w < threads; w++) {
-      const worker = startWorker(spec)
+      const worker = startModuleWorker(import.meta.url, "SweepWorker", spec)
       workers.push(worker)
       worker.on("message", (message: WorkerMessage) => {
         if (message.type === "failed") return finish(new SweepInvalid({ message: message.message }))

@@ -71,22 +71,15 @@ export const parseTime = (text: string, flag: string): Either.Either<number, Cli
 const optionalTime = (value: Option.Option<string>, flag: string): Effect.Effect<number | undefined, CliError> =>
   Option.isNone(value) ? Effect.succeed(undefined) : fromEither(parseTime(value.value, flag))
 
-const backtestOptions = {
-  strategy: Options.text("strategy").pipe(
-    Options.withPseudoName("NAME"),
-    Options.optional,
-    Options.withDescription("a shipped strategy (dca, grid, market-maker, protective-stop, rebalance, sma-crossover) or a path to a plugin file; or give --config and --instance")
-  ),
-  config: Options.file("config").pipe(
-    Options.optional,
-    Options.withDescription("a daemon config: with --instance, the strategy, symbol, params, schedule and allocation (as balances) of that instance")
-  ),
-  instance: Options.text("instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("the strategies[].id (or strategy) of the --config instance to run")),
-  params: Options.text("params").pipe(
-    Options.withPseudoName("JSON|FILE"),
-    Options.optional,
-    Options.withDescription("the strategy's params: inline JSON or a JSON file (default: the --instance's params, else {}: the strategy's defaults)")
-  ),
+/** The strategy a backtest runs: shipped or a plugin file. */
+export const strategyOption = Options.text("strategy").pipe(
+  Options.withPseudoName("NAME"),
+  Options.optional,
+  Options.withDescription("a shipped strategy (dca, grid, market-maker, protective-stop, rebalance, sma-crossover) or a path to a plugin file; or give --config and --instance")
+)
+
+/** What a backtest runs on besides its strategy: the candles and their window, the pair, balances, fees, settlement and schedule. */
+export const dataAndSetupOptions = {
   data: Options.text("data").pipe(
     Options.withPseudoName("FILE"),
     Options.optional,
@@ -116,6 +109,26 @@ const backtestOptions = {
     Options.optional,
     Options.withDescription("cron expression firing the strategy's schedule timer (default: the --instance's schedule, else none)")
   ),
+}
+
+const jobOptions = { strategy: strategyOption, ...dataAndSetupOptions }
+
+/** The job flags' values, as `svcbot backtest` and `svcbot optimize` parse them. */
+export type JobFlags = Command.Command.ParseConfig<typeof jobOptions>
+
+const backtestOptions = {
+  strategy: strategyOption,
+  config: Options.file("config").pipe(
+    Options.optional,
+    Options.withDescription("a daemon config: with --instance, the strategy, symbol, params, schedule and allocation (as balances) of that instance")
+  ),
+  instance: Options.text("instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("the strategies[].id (or strategy) of the --config instance to run")),
+  params: Options.text("params").pipe(
+    Options.withPseudoName("JSON|FILE"),
+    Options.optional,
+    Options.withDescription("the strategy's params: inline JSON or a JSON file (default: the --instance's params, else {}: the strategy's defaults)")
+  ),
+  ...dataAndSetupOptions,
   report: Options.text("report").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("also write a self-contained HTML report to this file")),
   json: Options.boolean("json").pipe(Options.withDescription("print the result as one JSON object on stdout (the metrics and every fill; with --sweep, the ranked results)")),
   sweep: Options.text("sweep").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("grid file: run every combination of its params and rank them (docs/backtest.md)")),
@@ -151,7 +164,8 @@ const backtestInstance = (flags: BacktestFlags): Effect.Effect<StrategyInstanceC
     return instance
   })
 
-const jobSpec = (flags: BacktestFlags, instance: StrategyInstanceConfig | undefined): Effect.Effect<JobSpec, CliError> =>
+/** The job the flags describe; an --instance's strategy, symbol, allocation and schedule take the place of theirs. */
+export const jobSpec = (flags: JobFlags, instance: StrategyInstanceConfig | undefined): Effect.Effect<JobSpec, CliError> =>
   Effect.gen(function* () {
     const strategy = instance?.strategy ?? Option.getOrUndefined(flags.strategy)
     if (strategy === undefined) return yield* Effect.fail(usageError("give --strategy NAME (a shipped strategy or a plugin file), or --config FILE --instance NAME"))

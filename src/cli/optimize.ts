@@ -21,7 +21,7 @@ import { foldWindows, optimiseWindow, parseWalkForward, type RankedCandidate, wa
 import { candidates, isObject, parseSpace } from "../optimize/Space.js"
 import { outcomeJson, outcomeText, type RunOutcome } from "../optimize/Summary.js"
 import { studyOf } from "../optimize/Trial.js"
-import { parseTime } from "./backtest.js"
+import { dataAndSetupOptions, jobSpec, strategyOption } from "./backtest.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
 
@@ -35,19 +35,11 @@ const failure = (cause: unknown): CliError => new CliError({ message: cause inst
 
 const options = {
   space: Options.text("space").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("the search space file: params (lists, {min, max, step} ranges, fixed values), rankBy, search, samples, halving, constraints")),
-  strategy: Options.text("strategy").pipe(Options.withPseudoName("NAME"), Options.optional, Options.withDescription("a shipped strategy (e.g. sma-crossover) or a path to a plugin file")),
+  strategy: strategyOption,
   config: Options.text("config").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("a daemon config: with --instance, the instance to optimise; with --write-instance, the file the winner is written into")),
   instance: Options.text("instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("the strategies[].id of the --config instance whose strategy, symbol, params (the base the space overrides), schedule and allocation are used")),
   params: Options.text("params").pipe(Options.withPseudoName("JSON|FILE"), Options.optional, Options.withDescription("base params the space overrides: inline JSON or a JSON file (default: the --instance's, else {})")),
-  data: Options.text("data").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("OHLCV CSV file")),
-  synthetic: Options.text("synthetic").pipe(Options.withPseudoName("SEED:CANDLES"), Options.optional, Options.withDescription("the venue's seeded synthetic tape: CANDLES one-minute candles from seed SEED, e.g. 42:43200")),
-  from: Options.text("from").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("first candle open time (inclusive): epoch ms or UTC date")),
-  to: Options.text("to").pipe(Options.withPseudoName("TIME"), Options.optional, Options.withDescription("last candle open time (exclusive): epoch ms or UTC date")),
-  symbol: Options.text("symbol").pipe(Options.withPseudoName("SYMBOL"), Options.withDefault("BTCUSDT"), Options.withDescription("the venue pair whose rules apply")),
-  balances: Options.text("balances").pipe(Options.withPseudoName("JSON"), Options.withDefault('{"USDT": "10000"}'), Options.withDescription("starting balances as JSON (an --instance's allocation takes their place)")),
-  fees: Options.text("fees").pipe(Options.withPseudoName("RATE|MAKER,TAKER"), Options.optional, Options.withDescription("fee rate for maker and taker, e.g. 0.001 or 0.0008,0.001 (default: the venue's fees)")),
-  settleMs: Options.integer("settle-ms").pipe(Options.withPseudoName("MS"), Options.withDefault(50), Options.withDescription("milliseconds between acceptance and settlement")),
-  schedule: Options.text("schedule").pipe(Options.withPseudoName("CRON"), Options.optional, Options.withDescription("cron expression firing the strategy's schedule timer")),
+  ...dataAndSetupOptions,
   threads: Options.integer("threads").pipe(Options.withPseudoName("N"), Options.optional, Options.withDescription("worker threads (default: the number of cores; 0 runs every trial on the main thread)")),
   seed: Options.integer("seed").pipe(Options.withPseudoName("N"), Options.withDefault(1), Options.withDescription("seed of a random search: the same seed draws the same candidates")),
   walkForward: Options.text("walk-forward").pipe(Options.withPseudoName("TRAIN:TEST"), Options.optional, Options.withDescription("walk-forward windows with units h, d or w, e.g. 90d:30d: optimise on each training window, score the winner on the test window after it")),
@@ -100,36 +92,7 @@ const subjectOf = (flags: Flags): Effect.Effect<Subject, CliError> =>
     return { config, instance, ...(instanceEntry === undefined ? {} : { instanceEntry }) }
   })
 
-const optionalTime = (value: Option.Option<string>, flag: string): Effect.Effect<number | undefined, CliError> =>
-  Option.isNone(value) ? Effect.succeed(undefined) : fromEither(parseTime(value.value, flag))
 
-const jobSpecOf = (flags: Flags, instance: StrategyInstanceConfig | undefined): Effect.Effect<JobSpec, CliError> =>
-  Effect.gen(function* () {
-    const strategy = instance?.strategy ?? Option.getOrUndefined(flags.strategy)
-    if (strategy === undefined) return yield* Effect.fail(usageError("give --strategy NAME (a shipped strategy or a plugin file), or --config FILE --instance NAME"))
-    const data = yield* fromEither(parseDataSpec(Option.getOrUndefined(flags.data), Option.getOrUndefined(flags.synthetic)))
-    const balances =
-      instance?.allocation !== undefined
-        ? Object.fromEntries(Object.entries(instance.allocation).map(([asset, amount]) => [asset, amount.toFixed()]))
-        : yield* fromEither(parseBalances(flags.balances))
-    const fees = Option.isSome(flags.fees) ? yield* fromEither(parseFees(flags.fees.value)) : undefined
-    const fromMs = yield* optionalTime(flags.from, "--from")
-    const toMs = yield* optionalTime(flags.to, "--to")
-    if (flags.settleMs < 0 || flags.settleMs > 60_000) return yield* Effect.fail(usageError("--settle-ms must be from 0 to 60000"))
-    const schedule = Option.getOrUndefined(flags.schedule) ?? instance?.schedule
-    return {
-      strategy,
-      data,
-      symbol: instance?.symbol ?? flags.symbol,
-      balances,
-      ...(fees === undefined ? {} : { fees }),
-      settleDelayMs: flags.settleMs,
-      ...(fromMs === undefined ? {} : { fromMs }),
-      ...(toMs === undefined ? {} : { toMs }),
-      ...(schedule === undefined ? {} : { schedule }),
-      cwd: process.cwd()
-    }
-  })
 
 /** What a run stores about its setup: enough to show it and to write its winner as an instance. */
 interface RunSettings {
@@ -152,7 +115,7 @@ const runOptimisation = (flags: Flags) =>
   Effect.gen(function* () {
     if (Option.isNone(flags.space)) return yield* Effect.fail(usageError("give --space FILE (the params to search), or --show RUN to show a stored run"))
     const subject = yield* subjectOf(flags)
-    const spec = yield* jobSpecOf(flags, subject.instance)
+    const spec = yield* jobSpec(flags, subject.instance)
     const spacePath = resolve(flags.space.value)
     const spaceText = yield* readText(spacePath, "the space file")
     const space = yield* fromEither(parseSpace(spaceText, flags.space.value))

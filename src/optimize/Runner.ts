@@ -5,13 +5,12 @@
  * job once (`startWorkerRunner`). A runner for remote workers answers the same
  * interface, and `recordedRunner` puts the results store in front of any of them.
  */
-import { createRequire } from "node:module"
-import { pathToFileURL } from "node:url"
-import { Worker } from "node:worker_threads"
+import type { Worker } from "node:worker_threads"
 import { Data } from "effect"
 import type { JobSpec, PreparedJob } from "../backtest/Job.js"
 import type { ResultsStore } from "./Results.js"
 import { runTrial, type Trial, type TrialResult } from "./Trial.js"
+import { startModuleWorker } from "../backtest/Workers.js"
 
 export interface TrialRunner {
   /** Runs every trial; the results come in the order of the trials. */
@@ -32,20 +31,6 @@ export const inProcessRunner = (job: PreparedJob): TrialRunner => ({
   run: (trials) => Promise.resolve(trials.map((trial) => runTrial(job, trial))),
   close: () => Promise.resolve()
 })
-
-/**
- * A worker from this module's sibling file. Run from TypeScript sources, the thread first
- * registers tsx's ESM loader, found from here: an eval'd worker has no module location of its
- * own to resolve packages from, and Node 20 does not take `--import` for a worker.
- */
-const startWorker = (spec: JobSpec): Worker => {
-  const here = import.meta.url
-  if (!here.endsWith(".ts")) return new Worker(new URL("./TrialWorker.js", here), { workerData: spec })
-  const tsxRoot = pathToFileURL(createRequire(here).resolve("tsx/package.json"))
-  const loader = new URL("dist/esm/api/index.mjs", tsxRoot).href
-  const entry = new URL("./TrialWorker.ts", here).href
-  return new Worker(`import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, workerData: spec })
-}
 
 interface Batch {
   readonly trials: ReadonlyArray<Trial>
@@ -96,7 +81,7 @@ export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<Trial
       }
     }
     for (let w = 0; w < Math.max(1, threads); w++) {
-      const worker = startWorker(spec)
+      const worker = startModuleWorker(import.meta.url, "TrialWorker", spec)
       workers.push(worker)
       worker.on("message", (message: WorkerAnswer) => {
         if (message.type === "failed") return fail(new RunnerFailed({ message: message.message }))
