@@ -100,7 +100,8 @@ export const resolveStrategies = (config: Config): Effect.Effect<ReadonlyArray<R
       })
     }
     if (problems.length > 0) {
-      return yield* new StartupError({ message: `invalid strategies:\n${problems.map((p) => `  - ${p}`).join("\n")}`, exitCode: 2 })
+      // One line per problem, each naming its field: the command line prints them as they are.
+      return yield* new StartupError({ message: problems.join("\n"), exitCode: 2 })
     }
     return resolved
   })
@@ -552,7 +553,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         Effect.mapError((error) => startupFailure(error, baseUrl))
       )
       if (problems.length > 0) {
-        return yield* new StartupError({ message: `the exchange refuses this config:\n${problems.map((p) => `  - ${p}`).join("\n")}`, exitCode: 2 })
+        return yield* new StartupError({ message: problems.map((p) => `the exchange refuses this config: ${p}`).join("\n"), exitCode: 2 })
       }
       yield* Effect.scoped(trade).pipe(
         Effect.provide(engineLayer),
