@@ -11,6 +11,7 @@
  */
 import { type CommandDescriptor, HelpDoc, type Span } from "@effect/cli"
 import { Option } from "effect"
+import { colourOn } from "../log/Logger.js"
 
 /**
  * A command's description: a one-line summary (shown in the list of commands), then
@@ -266,10 +267,9 @@ export interface Style {
   readonly color: boolean
 }
 
-/** Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org). */
 export const styleFor = (stream: { readonly isTTY?: boolean; readonly columns?: number }, env: Readonly<Record<string, string | undefined>>): Style => ({
   width: Math.max(60, Math.min(stream.columns ?? 100, 120)),
-  color: stream.isTTY === true && (env.NO_COLOR === undefined || env.NO_COLOR === "") && env.TERM !== "dumb"
+  color: colourOn(stream, env)
 })
 
 const wrap = (text: string, width: number, indent: number): Array<string> => {

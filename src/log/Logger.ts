@@ -17,11 +17,15 @@ export interface LoggerOptions {
   readonly level?: EventLevel
 }
 
+/** Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org) or the terminal is dumb. */
+export const colourOn = (stream: { readonly isTTY?: boolean }, env: Readonly<Record<string, string | undefined>>): boolean =>
+  stream.isTTY === true && (env.NO_COLOR === undefined || env.NO_COLOR === "") && env.TERM !== "dumb"
+
 export const makePino = (options: LoggerOptions = {}): Pino => {
   const usePretty = options.pretty ?? (options.destination === undefined && process.stdout.isTTY === true)
   const destination: DestinationStream =
     options.destination ??
-    (usePretty ? pretty({ colorize: true, singleLine: true, messageKey: "event" }) : pino.destination({ dest: 1, sync: true }))
+    (usePretty ? pretty({ colorize: colourOn(process.stdout, process.env), singleLine: true, messageKey: "event" }) : pino.destination({ dest: 1, sync: true }))
   return pino(
     {
       level: options.level ?? "info",

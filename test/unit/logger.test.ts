@@ -53,3 +53,14 @@ describe("logger", () => {
     }
   })
 })
+
+describe("colour of the pretty log lines and the help", () => {
+  it("only on a terminal, never with NO_COLOR set or a dumb terminal", () => {
+    expect(Log.colourOn({ isTTY: true }, {})).toBe(true)
+    expect(Log.colourOn({ isTTY: true }, { NO_COLOR: "" })).toBe(true)
+    expect(Log.colourOn({ isTTY: true }, { NO_COLOR: "1" })).toBe(false)
+    expect(Log.colourOn({ isTTY: true }, { TERM: "dumb" })).toBe(false)
+    expect(Log.colourOn({ isTTY: false }, {})).toBe(false)
+    expect(Log.colourOn({}, {})).toBe(false)
+  })
+})
