@@ -35,6 +35,14 @@ export const answer = (status: number, value: unknown, headers: Record<string, s
   body: stringify(value)
 })
 
+/**
+ * An answer whose value holds only strings, safe integers, booleans and null (amounts already
+ * written as decimal strings, as orders and fills are): the runtime's JSON writer gives the same
+ * text as `stringify` for such values, without the exact-number machinery. Fills and open
+ * orders are the venue's largest answers.
+ */
+export const plainAnswer = (status: number, value: unknown): VenueAnswer => ({ status, headers: JSON_HEADERS(), body: JSON.stringify(value) })
+
 export const failure = (status: number, code: string, msg: string, extra: Record<string, unknown> = {}): VenueAnswer =>
   answer(status, { ok: false, code, msg, ...extra })
 

@@ -31,6 +31,7 @@ import {
   isAnswer,
   JSON_HEADERS,
   orderJson,
+  plainAnswer,
   VenueCode,
   type VenueAnswer
 } from "./Answers.js"
@@ -276,7 +277,7 @@ const keyRoutes = (dialect: Dialect): ReadonlyMap<string, KeyRoute> => {
         kind: "read",
         run: (venue, key, query) => {
           const symbol = query.get("symbol")
-          return answer(200, venue.engine.openOrders(key.uid, symbol === null || symbol === "" ? undefined : symbol).map(orderJson))
+          return plainAnswer(200, venue.engine.openOrders(key.uid, symbol === null || symbol === "" ? undefined : symbol).map(orderJson))
         }
       }
     ],
@@ -299,7 +300,7 @@ const keyRoutes = (dialect: Dialect): ReadonlyMap<string, KeyRoute> => {
             ...(symbol === null || symbol === "" ? {} : { symbol })
           })
           const last = page.fills[page.fills.length - 1]
-          return answer(200, { fills: page.fills.map(fillJson), nextCursor: page.hasOlder && last !== undefined ? encodeCursor(last.seq) : null })
+          return plainAnswer(200, { fills: page.fills.map(fillJson), nextCursor: page.hasOlder && last !== undefined ? encodeCursor(last.seq) : null })
         }
       }
     ],
