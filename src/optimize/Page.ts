@@ -9,7 +9,7 @@ import { isLosslessNumber, parse } from "../domain/Json.js"
 import { type Objective, objectiveValue } from "./Objective.js"
 import type { StoredResult } from "./Results.js"
 import type { Window } from "./Search.js"
-import { describeSettings, type RunOutcome, shortFigure, windowText } from "./Summary.js"
+import { describeSettings, rankedCells, type RunOutcome, shortFigure, windowText } from "./Summary.js"
 
 export class HeatMapInvalid extends Data.TaggedError("HeatMapInvalid")<{ readonly message: string }> {}
 
@@ -183,16 +183,7 @@ export const renderPage = (outcome: RunOutcome, map: Either.Either<HeatMap, Heat
     `<h2>Ranked candidates${walk === undefined ? "" : " (the last fold's training window)"}</h2>`,
     htmlTable(
       ["rank", outcome.objective, "trades", "max drawdown %", "return %", "window", "note", "params"],
-      outcome.ranked.slice(0, PAGE_ROWS).map((entry, i) => [
-        String(i + 1),
-        shortFigure(entry.objective),
-        shortFigure(entry.metrics?.trades),
-        shortFigure(entry.metrics?.maxDrawdownPct),
-        shortFigure(entry.metrics?.totalReturnPct),
-        windowText(entry.window),
-        entry.error ?? entry.violations.join("; "),
-        entry.params
-      ])
+      outcome.ranked.slice(0, PAGE_ROWS).map((entry, i) => rankedCells(outcome, entry, i))
     ),
     outcome.ranked.length > PAGE_ROWS ? `<p>${outcome.ranked.length - PAGE_ROWS} more in the results database.</p>` : ""
   )

@@ -66,20 +66,23 @@ export const describeSettings = (outcome: RunOutcome): string => {
   return `${outcome.candidates} candidates, ${outcome.trials} trials, ${search}${halving}, ranked by ${outcome.objective}${limits.length === 0 ? "" : `; constraints ${limits.join(", ")}`}`
 }
 
+/** A ranked candidate's cells, under the columns rank, objective, trades, max drawdown %, return %, window, note, params. */
+export const rankedCells = (outcome: RunOutcome, entry: RunOutcome["ranked"][number], index: number): Array<string> => [
+  String(index + 1),
+  shortFigure(entry.objective),
+  shortFigure(entry.metrics?.trades),
+  shortFigure(entry.metrics?.maxDrawdownPct),
+  shortFigure(entry.metrics?.totalReturnPct),
+  windowText(entry.window),
+  entry.error !== undefined ? `error: ${entry.error.split("\n")[0]}` : entry.violations.length > 0 ? entry.violations.join("; ") : entry.rung < (outcome.ranked[0]?.rung ?? 0) ? `dropped after slice ${entry.rung + 1}` : "",
+  entry.params
+]
+
 /** The ranked table's first `limit` rows. */
 export const rankedTable = (outcome: RunOutcome, limit: number): ReadonlyArray<string> =>
   table(
     ["rank", outcome.objective, "trades", "maxDD%", "return%", "window", "note", "params"],
-    outcome.ranked.slice(0, limit).map((entry, i) => [
-      String(i + 1),
-      shortFigure(entry.objective),
-      shortFigure(entry.metrics?.trades),
-      shortFigure(entry.metrics?.maxDrawdownPct),
-      shortFigure(entry.metrics?.totalReturnPct),
-      windowText(entry.window),
-      entry.error !== undefined ? `error: ${entry.error.split("\n")[0]}` : entry.violations.length > 0 ? entry.violations.join("; ") : entry.rung < (outcome.ranked[0]?.rung ?? 0) ? `dropped after slice ${entry.rung + 1}` : "",
-      entry.params
-    ])
+    outcome.ranked.slice(0, limit).map((entry, i) => rankedCells(outcome, entry, i))
   )
 
 /** The folds, in-sample against out-of-sample, each flagged when the overfitting rule fires. */
