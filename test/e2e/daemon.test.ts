@@ -132,12 +132,12 @@ describe("svcbot run refuses to start on bad input, writing nothing", () => {
   it("an unknown strategy names the instance and the fix", async () => {
     const { code, stderr } = await refuse({ strategies: [{ id: "x", strategy: "moon-shot", symbol: "BTCUSDT" }] })
     expect(code).toBe(2)
-    expect(stderr).toMatch(/strategies\[x\]\.strategy: no strategy "moon-shot"/)
+    expect(stderr).toMatch(/config\.json: strategies\[0\]\.strategy: no strategy "moon-shot" \(use a shipped name/)
   })
 
   it("bad strategy params name the field", async () => {
     const { code, stderr } = await refuse({ strategies: [{ id: "g", strategy: "grid", symbol: "BTCUSDT", params: { lowerPrice: "abc" } }] })
     expect(code).toBe(2)
-    expect(stderr).toMatch(/strategies\[g\]\.params\.lowerPrice:/)
+    expect(stderr).toMatch(/config\.json: strategies\[0\]\.params\.lowerPrice: "abc" is not a decimal number/)
   })
 })
