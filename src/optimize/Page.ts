@@ -9,7 +9,7 @@ import { isLosslessNumber, parse } from "../domain/Json.js"
 import { type Objective, objectiveValue } from "./Objective.js"
 import type { StoredResult } from "./Results.js"
 import type { Window } from "./Search.js"
-import { describeSettings, rankedCells, type RunOutcome, shortFigure, windowText } from "./Summary.js"
+import { describeSettings, foldCells, rankedCells, type RunOutcome, shortFigure, windowText } from "./Summary.js"
 
 export class HeatMapInvalid extends Data.TaggedError("HeatMapInvalid")<{ readonly message: string }> {}
 
@@ -165,16 +165,7 @@ export const renderPage = (outcome: RunOutcome, map: Either.Either<HeatMap, Heat
       foldsSvg(outcome),
       htmlTable(
         ["fold", "train (UTC)", "test (UTC)", `in-sample${unit}`, `out-of-sample${unit}`, "retention", "flag", "params"],
-        walk.folds.map((fold) => [
-          String(fold.index + 1),
-          windowText(fold.train),
-          windowText(fold.test),
-          shortFigure(fold.inSample.perWindow),
-          shortFigure(fold.outOfSample.perWindow),
-          fold.retention === null ? "-" : `${(fold.retention * 100).toFixed(0)} %`,
-          fold.overfit ? "overfit" : "",
-          fold.params
-        ]),
+        walk.folds.map(foldCells),
         (i) => (walk.folds[i]!.overfit ? "bad" : "")
       )
     )

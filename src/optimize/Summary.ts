@@ -85,6 +85,18 @@ export const rankedTable = (outcome: RunOutcome, limit: number): ReadonlyArray<s
     outcome.ranked.slice(0, limit).map((entry, i) => rankedCells(outcome, entry, i))
   )
 
+/** A fold's cells, under the columns fold, train, test, in-sample, out-of-sample, retention, flag, params. */
+export const foldCells = (fold: Fold): Array<string> => [
+  String(fold.index + 1),
+  windowText(fold.train),
+  windowText(fold.test),
+  shortFigure(fold.inSample.perWindow),
+  fold.outOfSample.error === undefined ? shortFigure(fold.outOfSample.perWindow) : "error",
+  fold.retention === null ? "-" : `${(fold.retention * 100).toFixed(0)} %`,
+  [fold.overfit ? "OVERFIT" : "", fold.feasible ? "" : "no candidate met the constraints"].filter((s) => s !== "").join(", "),
+  fold.params
+]
+
 /** The folds, in-sample against out-of-sample, each flagged when the overfitting rule fires. */
 export const foldsTable = (outcome: RunOutcome): ReadonlyArray<string> => {
   const walk = outcome.walkForward
@@ -94,16 +106,7 @@ export const foldsTable = (outcome: RunOutcome): ReadonlyArray<string> => {
     `walk-forward ${walk.spec}: ${walk.folds.length} folds, ${walk.overfitFolds} flagged as overfit (out-of-sample ${outcome.objective}${unit} below ${OVERFIT_RETENTION * 100} % of in-sample)`,
     ...table(
       ["fold", "train (UTC)", "test (UTC)", `in-sample${unit}`, `out-of-sample${unit}`, "retention", "flag", "params"],
-      walk.folds.map((fold) => [
-        String(fold.index + 1),
-        windowText(fold.train),
-        windowText(fold.test),
-        shortFigure(fold.inSample.perWindow),
-        fold.outOfSample.error === undefined ? shortFigure(fold.outOfSample.perWindow) : "error",
-        fold.retention === null ? "-" : `${(fold.retention * 100).toFixed(0)} %`,
-        [fold.overfit ? "OVERFIT" : "", fold.feasible ? "" : "no candidate met the constraints"].filter((s) => s !== "").join(", "),
-        fold.params
-      ])
+      walk.folds.map(foldCells)
     )
   ]
 }

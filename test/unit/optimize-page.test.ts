@@ -79,6 +79,6 @@ describe("the heat map", () => {
     expect(page).toContain("<title>fastPeriod 3, slowPeriod 40: profit -\n")
     expect(page).toContain("Walk-forward 1h:1h")
     expect(page).toContain('<tr class="bad"><td>1</td>')
-    expect(page).toContain("<td>25 %</td><td>overfit</td>")
+    expect(page).toContain("<td>25 %</td><td>OVERFIT</td>")
   })
 })
