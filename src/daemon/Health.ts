@@ -15,8 +15,8 @@
  * (src/ops/Metrics.ts), so one port serves both the orchestrator and the scraper.
  */
 import { createServer, type Server } from "node:http"
-import { Effect, HashMap, Layer, Logger, Ref, Schedule, type Scope } from "effect"
-import { logEvent } from "../log/Logger.js"
+import { Effect, Layer, Logger, Ref, Schedule, type Scope } from "effect"
+import { lineOf, logEvent } from "../log/Logger.js"
 
 export type HealthStatus = "starting" | "ready" | "degraded"
 
@@ -83,17 +83,15 @@ export class Health extends Effect.Service<Health>()("svcbot/Health", {
 export const healthLogHook = (health: Health): Layer.Layer<never> =>
   Logger.add(
     Logger.make(({ message, annotations }) => {
-      const name = Array.isArray(message) ? message[0] : message
-      if (name === "startup.waiting") {
-        const reason = HashMap.get(annotations, "reason")
-        if (reason._tag === "Some") Effect.runSync(health.starting(`waiting: ${String(reason.value)}`))
+      const { event, fields } = lineOf(message, annotations)
+      if (event === "startup.waiting") {
+        if (fields.reason !== undefined) Effect.runSync(health.starting(`waiting: ${String(fields.reason)}`))
         return
       }
-      if (name !== "reconcile.mismatch") return
+      if (event !== "reconcile.mismatch") return
       // A lost order is reported by the engine's own check until it is acknowledged.
-      if (HashMap.get(annotations, "clientOrderId")._tag === "Some" && HashMap.get(annotations, "lost")._tag === "Some") return
-      const problem = HashMap.get(annotations, "problem")
-      Effect.runSync(health.mismatch(`ledger and exchange disagree${problem._tag === "Some" ? `: ${String(problem.value)}` : ""}`))
+      if (fields.clientOrderId !== undefined && fields.lost !== undefined) return
+      Effect.runSync(health.mismatch(`ledger and exchange disagree${fields.problem !== undefined ? `: ${String(fields.problem)}` : ""}`))
     })
   )
 

@@ -1,7 +1,7 @@
 /**
  * pino as the Effect logger. One JSON line per event on stdout (pretty on a TTY),
- * `event` naming an entry of the catalog, annotations as fields. Secrets are
- * censored by path, scrubbed by value, and key ids shortened to 12 characters.
+ * `event` naming an entry of the catalog, its fields and any annotations as fields.
+ * Secrets are censored by path, scrubbed by value, and key ids shortened to 12 characters.
  */
 import { Effect, FiberRef, HashMap, HashSet, Layer, Logger, LogLevel } from "effect"
 import { pino, type DestinationStream, type Logger as Pino } from "pino"
@@ -61,18 +61,54 @@ const pinoLevel = (level: LogLevel.LogLevel): EventLevel | undefined => {
   }
 }
 
-/** An Effect Logger writing through `target`: the message is the event name, annotations become fields. */
+/**
+ * The message `logEvent` hands to Effect's loggers: the event and its fields travel
+ * together, so a line costs no log annotations (a HashMap copied per line and read
+ * back into an object by every logger).
+ */
+export class EventLine {
+  constructor(
+    readonly event: EventName,
+    readonly fields: Record<string, unknown>
+  ) {}
+
+  /** Effect's own loggers (a test or tool run without this module's layer) print a message with JSON.stringify. */
+  toJSON(): Record<string, unknown> {
+    return { event: this.event, ...this.fields }
+  }
+}
+
+/** A log line as every logger here reads it: the event's name and its fields. */
+export interface LogLine {
+  readonly event: string
+  readonly fields: Readonly<Record<string, unknown>>
+}
+
+/**
+ * Reads one log line from what an Effect Logger is given. Annotations set around the
+ * call (`Effect.annotateLogs`) come first and the event's own fields win over them,
+ * as when `logEvent` annotated its fields; a message of several parts (`Effect.log`
+ * called directly) is named by its first part and carries the rest as `detail`.
+ */
+export const lineOf = (message: unknown, annotations: HashMap.HashMap<string, unknown>): LogLine => {
+  const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+  const first = parts[0]
+  if (first instanceof EventLine && parts.length === 1 && HashMap.isEmpty(annotations)) return first
+  const fields: Record<string, unknown> = {}
+  for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = value
+  if (first instanceof EventLine) Object.assign(fields, first.fields)
+  if (parts.length > 1) fields.detail = parts.length === 2 ? parts[1] : parts.slice(1)
+  return { event: first instanceof EventLine ? first.event : typeof first === "string" ? first : String(first), fields }
+}
+
+/** An Effect Logger writing through `target`: one JSON line per log line, its event as the message. */
 export const effectLogger = (target: Pino) =>
   Logger.make<unknown, void>(({ annotations, cause, logLevel, message }) => {
     const level = pinoLevel(logLevel)
     if (level === undefined) return
-    const fields: Record<string, unknown> = {}
-    for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = value
-    const parts = Array.isArray(message) ? message : [message]
-    const [first, ...rest] = parts
-    if (rest.length > 0) fields.detail = rest.length === 1 ? rest[0] : rest
-    if (cause._tag !== "Empty") fields.cause = String(cause)
-    target[level](fields, typeof first === "string" ? first : String(first))
+    const line = lineOf(message, annotations)
+    // The fields may be the caller's own object: a cause goes on a copy.
+    target[level](cause._tag === "Empty" ? line.fields : { ...line.fields, cause: String(cause) }, line.event)
   })
 
 /**
@@ -94,6 +130,13 @@ const effectLevel: Record<EventLevel, LogLevel.LogLevel> = {
   fatal: LogLevel.Fatal
 }
 
-/** Writes one catalog event at its catalog level with the given fields. */
-export const logEvent = (event: EventName, fields: Record<string, unknown> = {}): Effect.Effect<void> =>
-  Effect.logWithLevel(effectLevel[EventCatalog[event].level], event).pipe(Effect.annotateLogs(fields))
+/**
+ * Writes one catalog event at its catalog level with the given fields. A line below
+ * the minimum level is dropped before anything is built for it.
+ */
+export const logEvent = (event: EventName, fields: Record<string, unknown> = {}): Effect.Effect<void> => {
+  const level = effectLevel[EventCatalog[event].level]
+  return Effect.withFiberRuntime((fiber) =>
+    LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), level) ? Effect.void : Effect.logWithLevel(level, new EventLine(event, fields))
+  )
+}

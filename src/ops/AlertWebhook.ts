@@ -9,11 +9,11 @@
  * that picks alert events out of the ordinary `logEvent` lines.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Chunk, Clock, Data, Duration, Effect, Fiber, FiberRef, FiberRefs, HashMap, HashSet, Layer, Logger, LogLevel, Queue, Redacted, Ref, Schedule } from "effect"
+import { Chunk, Clock, Data, Duration, Effect, Fiber, FiberRef, FiberRefs, HashSet, Layer, Logger, LogLevel, Queue, Redacted, Ref, Schedule } from "effect"
 import { Decimal, toJsonNumber } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"
 import { EventCatalog, isEventName, type EventName } from "../log/Events.js"
-import { logEvent } from "../log/Logger.js"
+import { lineOf, logEvent } from "../log/Logger.js"
 import { maskKeyFields, registerSecret, scrub } from "../log/Redaction.js"
 
 /** The events that page an operator unless the configuration names others. */
@@ -259,15 +259,14 @@ export class AlertWebhook extends Effect.Service<AlertWebhook>()("svcbot/AlertWe
 
       /** An Effect logger that queues every alert event logged through `logEvent`. */
       const logger = Logger.make<unknown, void>(({ annotations, context, date, message }) => {
-        const first = Array.isArray(message) ? message[0] : message
-        if (typeof first !== "string" || !isAlertEvent(first)) return
-        const fields: Record<string, unknown> = {}
-        for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = value
+        const line = lineOf(message, annotations)
+        if (!isAlertEvent(line.event)) return
         const log: LogContext = {
           loggers: FiberRefs.getOrDefault(context, FiberRef.currentLoggers),
           minimumLevel: FiberRefs.getOrDefault(context, FiberRef.currentMinimumLogLevel)
         }
-        queue.unsafeOffer({ event: first, fields, time: date, log })
+        // The fields may be the caller's own object, and the alert is sent later: it keeps a copy.
+        queue.unsafeOffer({ event: line.event, fields: { ...line.fields }, time: date, log })
       })
 
       return { send, notify, logger, events: alertEvents } as const

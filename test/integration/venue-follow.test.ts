@@ -11,7 +11,7 @@
  * X-SVC-USED-WEIGHT-1M / X-SVC-WEIGHT-LIMIT-1M and answers 429 with Retry-After past
  * the limit, as the spec's limits section describes for key requests.
  */
-import { Cause, Effect, Exit, HashMap, Logger, Scope } from "effect"
+import { Cause, Effect, Exit, Logger, Scope } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
@@ -20,6 +20,7 @@ import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { parse as parseJson, stringify } from "../../src/domain/Json.js"
+import { lineOf } from "../../src/log/Logger.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { signRequest } from "../../src/svc/Signer.js"
 import { devAccounts, devTradeKey, type AccountsFile } from "../../src/venue/Accounts.js"
@@ -48,7 +49,7 @@ afterEach(async () => {
 const startFollower = async (source: Omit<FollowSource, "kind">, accounts: AccountsFile = devAccounts): Promise<Follower | { readonly refused: string }> => {
   const events: Array<LoggedEvent> = []
   const capture = Logger.make(({ logLevel, message, annotations }) => {
-    events.push({ event: String(Array.isArray(message) ? message[0] : message), level: logLevel.label, fields: Object.fromEntries(HashMap.toEntries(annotations)) })
+    events.push({ ...lineOf(message, annotations), level: logLevel.label })
   })
   const scope = Effect.runSync(Scope.make())
   const exit = await Effect.runPromiseExit(

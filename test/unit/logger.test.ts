@@ -1,14 +1,14 @@
 import { Writable } from "node:stream"
-import { Effect } from "effect"
+import { Effect, HashMap } from "effect"
 import { describe, expect, it } from "vitest"
 import { EventCatalog } from "../../src/log/Events.js"
 import * as Log from "../../src/log/Logger.js"
 import { registerSecret } from "../../src/log/Redaction.js"
 
-const capture = () => {
+const capture = (level: "debug" | "info" = "debug") => {
   const lines: Array<string> = []
   const destination = new Writable({ write: (chunk, _encoding, done) => { lines.push(...String(chunk).split("\n").filter((l) => l !== "")); done() } })
-  return { lines, layer: Log.layer({ destination, pretty: false, level: "debug" }) }
+  return { lines, layer: Log.layer({ destination, pretty: false, level }) }
 }
 
 describe("logger", () => {
@@ -43,6 +43,47 @@ describe("logger", () => {
     expect(output).not.toContain("ab".repeat(32))
     expect(output).not.toContain("cd".repeat(32))
     expect(output).toContain(key.slice(0, 12))
+  })
+
+  it("writes an event's fields and the annotations set around it in one line, the event's own fields winning", async () => {
+    const { lines, layer } = capture()
+    await Effect.runPromise(
+      Log.logEvent("order.accepted", { clientOrderId: "c1", strategy: "inner" }).pipe(
+        Effect.annotateLogs({ requestId: "r-7", strategy: "outer" }),
+        Effect.provide(layer)
+      )
+    )
+    expect(lines).toHaveLength(1)
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>
+    expect(line).toEqual({ level: "info", time: line.time, event: "order.accepted", requestId: "r-7", strategy: "inner", clientOrderId: "c1" })
+  })
+
+  it("censors a secret among an event's fields under annotations, and keeps the caller's fields as they were", async () => {
+    const secret = "svs_live_" + "y".repeat(49)
+    registerSecret(secret)
+    const key = "svk_live_" + "Q".repeat(22)
+    const fields = { keyId: key, secret: "s3cr3t-value", note: `built from ${secret}` }
+    const { lines, layer } = capture()
+    await Effect.runPromise(Log.logEvent("auth.invalid", fields).pipe(Effect.annotateLogs({ component: "client" }), Effect.provide(layer)))
+    expect(lines).toHaveLength(1)
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>
+    expect(line).toMatchObject({ event: "auth.invalid", component: "client", secret: "[REDACTED]", keyId: `${key.slice(0, 12)}…`, note: "built from [REDACTED]" })
+    expect(lines[0]).not.toContain("s3cr3t-value")
+    expect(fields).toEqual({ keyId: key, secret: "s3cr3t-value", note: `built from ${secret}` })
+  })
+
+  it("writes nothing for a debug event while the level is info, and writes it at debug", async () => {
+    const info = capture("info")
+    await Effect.runPromise(Effect.all([Log.logEvent("order.submitted", { clientOrderId: "c1" }), Log.logEvent("order.accepted", { clientOrderId: "c1" })]).pipe(Effect.provide(info.layer)))
+    expect(info.lines.map((l) => (JSON.parse(l) as { event: string }).event)).toEqual(["order.accepted"])
+    const debug = capture("debug")
+    await Effect.runPromise(Log.logEvent("order.submitted", { clientOrderId: "c1" }).pipe(Effect.provide(debug.layer)))
+    expect(debug.lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toMatchObject([{ event: "order.submitted", level: "debug", clientOrderId: "c1" }])
+  })
+
+  it("reads a plain Effect.log line as its first part, the rest as detail, with its annotations", () => {
+    const line = Log.lineOf(["custom.thing", 42], HashMap.make(["requestId", "r-1"]))
+    expect(line).toEqual({ event: "custom.thing", fields: { requestId: "r-1", detail: 42 } })
   })
 
   it("every catalog event has a level and a meaning", () => {
