@@ -16,10 +16,11 @@ import { profitCommand, tradesCommand } from "../../src/cli/trades.js"
 import { ackLostCommand } from "../../src/cli/ackLost.js"
 import { resumeCommand } from "../../src/cli/resume.js"
 import { venueCommand } from "../../src/cli/venue.js"
+import { workerCommand } from "../../src/cli/worker.js"
 
 const svcbot = Command.make("svcbot").pipe(
   Command.withDescription("Algorithmic trading daemon for the SVC Spot Trading and Account API"),
-  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, optimizeCommand, dataCommand, ...clientCommands, configCommand, signCommand, venueCommand])
+  Command.withSubcommands([runCommand, statusCommand, tradesCommand, profitCommand, resumeCommand, ackLostCommand, backtestCommand, promoteCommand, promotionsCommand, optimizeCommand, workerCommand, dataCommand, ...clientCommands, configCommand, signCommand, venueCommand])
 )
 
 runCli(svcbot, { name: "svcbot", version: "0.1.0" })(process.argv).pipe(

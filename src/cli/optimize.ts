@@ -15,12 +15,13 @@ import { type Config, type StrategyInstanceConfig } from "../config/Config.js"
 import { parse, stringify } from "../domain/Json.js"
 import { insertInstance } from "../optimize/Instance.js"
 import { heatMapOf, renderPage } from "../optimize/Page.js"
-import { ResultsStore } from "../optimize/Results.js"
+import { connectCluster } from "../optimize/Cluster.js"
+import { type ResultsBackend, ResultsStore } from "../optimize/Results.js"
 import { inProcessRunner, recordedRunner, startWorkerRunner, type TrialRunner } from "../optimize/Runner.js"
 import { foldWindows, optimiseWindow, parseWalkForward, type RankedCandidate, walkForward } from "../optimize/Search.js"
 import { candidates, isObject, parseSpace } from "../optimize/Space.js"
 import { outcomeJson, outcomeText, type RunOutcome } from "../optimize/Summary.js"
-import { studyOf } from "../optimize/Trial.js"
+import { type Study, studyOf } from "../optimize/Trial.js"
 import { dataAndSetupOptions, jobSpec, strategyOption } from "./backtest.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
@@ -48,6 +49,7 @@ const options = {
   show: Options.integer("show").pipe(Options.withPseudoName("RUN"), Options.optional, Options.withDescription("print stored run RUN's ranked table and write its HTML page instead of running")),
   html: Options.text("html").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("where the HTML page goes (default with --show: optimize-run-RUN.html next to the results database)")),
   heatmap: Options.text("heatmap").pipe(Options.withPseudoName("X,Y"), Options.optional, Options.withDescription("the two params of the page's heat map, e.g. fastPeriod,slowPeriod (default: the first two that vary)")),
+  cluster: Options.text("cluster").pipe(Options.withPseudoName("URL"), Options.optional, Options.withDescription("run the trials on the cluster whose Postgres this is (postgres://USER@HOST:PORT/DB), on the `svcbot worker --cluster URL` processes, and keep the results there instead of --db")),
   writeInstance: Options.text("write-instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("write the best candidate into --config as a new strategy instance with this id (written disabled)"))
 }
 
@@ -56,8 +58,31 @@ type Flags = Command.Command.ParseConfig<typeof options>
 const resultsPath = (flags: Flags): string =>
   Option.getOrElse(flags.db, () => (Option.isSome(flags.data) ? join(dirname(resolve(flags.data.value)), "optimize.db") : DEFAULT_RESULTS_DB))
 
-const withStore = <A, E>(path: string, use: (store: ResultsStore) => Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
-  Effect.acquireUseRelease(Effect.try({ try: () => ResultsStore.open(path), catch: failure }), use, (store) => Effect.sync(() => store.close()))
+/** Where a run's results are and, on a cluster, the session its trials go through. */
+interface Results {
+  readonly store: ResultsBackend
+  readonly openRunner: (study: Study, job: PreparedJob, runId: number, threads: number) => Effect.Effect<TrialRunner, CliError>
+}
+
+const ask = <A>(question: () => A | PromiseLike<A>): Effect.Effect<A, CliError> => Effect.tryPromise({ try: async () => question(), catch: failure })
+
+/** The results database (--db) with local workers, or the --cluster's Postgres with its workers. */
+const withResults = <A, E>(flags: Flags, use: (results: Results) => Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
+  Option.isSome(flags.cluster)
+    ? Effect.acquireUseRelease(
+        ask(() => connectCluster(flags.cluster.pipe(Option.getOrThrow))),
+        (session) =>
+          use({
+            store: session.results,
+            openRunner: (study, job, runId) => ask(() => session.runner(study, job, runId))
+          }),
+        (session) => Effect.promise(() => session.close())
+      )
+    : Effect.acquireUseRelease(
+        Effect.try({ try: () => ResultsStore.open(resultsPath(flags)), catch: failure }),
+        (store) => use({ store, openRunner: (_study, job, _runId, threads) => openRunner(job.spec, job, threads) }),
+        (store) => Effect.sync(() => store.close())
+      )
 
 const readText = (path: string, what: string): Effect.Effect<string, CliError> =>
   Effect.try({
@@ -111,6 +136,15 @@ const progress = (line: string): void => {
 const openRunner = (spec: JobSpec, job: PreparedJob, threads: number): Effect.Effect<TrialRunner, CliError> =>
   threads === 0 ? Effect.succeed(inProcessRunner(job)) : Effect.tryPromise({ try: () => startWorkerRunner(spec, threads), catch: failure })
 
+/** Flags that name local resources make no sense beside --cluster: its workers run the trials and its Postgres keeps the results. */
+const clusterFlags = (flags: Flags): Effect.Effect<void, CliError> => {
+  const url = Option.getOrThrow(flags.cluster)
+  if (!/^postgres(ql)?:\/\//.test(url)) return Effect.fail(usageError(`--cluster takes the cluster's Postgres URL, e.g. postgres://svcbot@db:5432/svcbot; got "${url.slice(0, 40)}"`))
+  if (Option.isSome(flags.db)) return Effect.fail(usageError("--db and --cluster both name where results go: a --cluster run keeps them in the cluster's Postgres; drop --db"))
+  if (Option.isSome(flags.threads)) return Effect.fail(usageError("--threads sets local worker threads: a --cluster run's trials go to its svcbot worker processes; drop --threads"))
+  return Effect.void
+}
+
 const runOptimisation = (flags: Flags) =>
   Effect.gen(function* () {
     if (Option.isNone(flags.space)) return yield* Effect.fail(usageError("give --space FILE (the params to search), or --show RUN to show a stored run"))
@@ -122,6 +156,7 @@ const runOptimisation = (flags: Flags) =>
     const walk = Option.isSome(flags.walkForward) ? yield* fromEither(parseWalkForward(flags.walkForward.value)) : undefined
     const threads = Option.getOrElse(flags.threads, () => availableParallelism())
     if (threads < 0) return yield* Effect.fail(usageError("--threads must be 0 (the main thread only) or more"))
+    if (Option.isSome(flags.cluster)) yield* clusterFlags(flags)
     const configPath = Option.getOrUndefined(flags.config)
     const newId = Option.getOrUndefined(flags.writeInstance)
     if (newId !== undefined) {
@@ -146,10 +181,9 @@ const runOptimisation = (flags: Flags) =>
       walkForward: walk?.text ?? null,
       instanceEntry: subject.instanceEntry === undefined ? null : stringify(subject.instanceEntry)
     }
-    const dbPath = resultsPath(flags)
-    const outcome = yield* withStore(dbPath, (store) =>
+    const { outcome, where, page } = yield* withResults(flags, ({ store, openRunner }) =>
       Effect.gen(function* () {
-        const runId = store.startRun({
+        const runId = yield* ask(() => store.startRun({
           createdAtMs: Date.now(),
           strategy: study.strategy,
           sourceHash: study.sourceHash,
@@ -157,10 +191,10 @@ const runOptimisation = (flags: Flags) =>
           dataHash: study.dataHash,
           symbol: spec.symbol,
           settings
-        })
+        }))
         const search = { objective: space.rankBy, constraints: space.constraints, ...(space.halving === undefined ? {} : { halving: space.halving }) }
         const found = yield* Effect.acquireUseRelease(
-          openRunner(spec, job, Math.min(threads, tried.length)),
+          openRunner(study, job, runId, Math.min(threads, tried.length)),
           (runner) => {
             const recorded = recordedRunner(runner, store, runId)
             return Effect.tryPromise({
@@ -195,13 +229,13 @@ const runOptimisation = (flags: Flags) =>
           ranked: found.ranked,
           ...(found.folds === undefined || walk === undefined ? {} : { walkForward: { spec: walk.text, folds: found.folds, overfitFolds: found.folds.filter((f) => f.overfit).length } })
         }
-        store.finishRun(runId, outcome)
-        return outcome
+        yield* ask(() => store.finishRun(runId, outcome))
+        const page = Option.isSome(flags.html) ? yield* writePage(store, outcome, flags) : undefined
+        return { outcome, where: store.where, page }
       })
     )
-    const page = Option.isSome(flags.html) ? yield* writePage(dbPath, outcome, flags) : undefined
     if (newId !== undefined && configPath !== undefined) yield* writeInstance(configPath, newId, outcome, settings)
-    yield* Console.log(flags.json ? outcomeJson(outcome) : [outcomeText(outcome), `results: ${resolve(dbPath)}`, ...(page === undefined ? [] : [`page: ${page}`])].join("\n"))
+    yield* Console.log(flags.json ? outcomeJson(outcome) : [outcomeText(outcome), `results: ${where}`, ...(page === undefined ? [] : [`page: ${page}`])].join("\n"))
   })
 
 const heatmapChoice = (flags: Flags): Effect.Effect<readonly [string, string] | undefined, CliError> => {
@@ -212,13 +246,15 @@ const heatmapChoice = (flags: Flags): Effect.Effect<readonly [string, string] | 
     : Effect.fail(usageError(`--heatmap must name two params as X,Y, e.g. fastPeriod,slowPeriod; got "${flags.heatmap.value}"`))
 }
 
-const writePage = (dbPath: string, outcome: RunOutcome, flags: Flags) =>
+const writePage = (store: ResultsBackend, outcome: RunOutcome, flags: Flags) =>
   Effect.gen(function* () {
     const chosen = yield* heatmapChoice(flags)
-    const results = yield* withStore(dbPath, (store) => Effect.sync(() => store.results(outcome.runId)))
+    const results = yield* ask(() => store.results(outcome.runId))
     const map = heatMapOf(results, outcome.objective, chosen)
     if (Either.isLeft(map) && chosen !== undefined) return yield* Effect.fail(usageError(map.left.message))
-    const path = resolve(Option.getOrElse(flags.html, () => join(dirname(resolve(dbPath)), `optimize-run-${outcome.runId}.html`)))
+    // Beside a results file; a cluster's results have no folder, so the page goes here.
+    const folder = Option.isSome(flags.cluster) ? "." : dirname(resolve(store.where))
+    const path = resolve(Option.getOrElse(flags.html, () => join(folder, `optimize-run-${outcome.runId}.html`)))
     yield* writeText(path, renderPage(outcome, map), "the page")
     return path
   })
@@ -252,19 +288,25 @@ const writeInstance = (configPath: string, id: string, outcome: RunOutcome, sett
 
 const showRun = (flags: Flags, runId: number) =>
   Effect.gen(function* () {
-    const dbPath = resultsPath(flags)
-    const stored = yield* withStore(dbPath, (store) => Effect.sync(() => ({ run: store.run(runId), known: store.runIds() })))
-    if (stored.run === undefined) {
-      return yield* Effect.fail(usageError(`no optimisation run #${runId} in ${dbPath}; its runs: ${stored.known.slice(0, 20).join(", ") || "none"} (give the results database with --db)`))
-    }
-    if (stored.run.outcome === undefined) {
-      return yield* Effect.fail(new CliError({ message: `run #${runId} in ${dbPath} did not finish (its trial results are stored; run the optimisation again)`, exitCode: 1 }))
-    }
-    const outcome = stored.run.outcome as RunOutcome
-    const page = yield* writePage(dbPath, outcome, flags)
+    if (Option.isSome(flags.cluster) && Option.isSome(flags.db)) yield* clusterFlags(flags)
+    const { stored, page } = yield* withResults(flags, ({ store }) =>
+      Effect.gen(function* () {
+        const run = yield* ask(() => store.run(runId))
+        if (run === undefined) {
+          const known = yield* ask(() => store.runIds())
+          const hint = Option.isSome(flags.cluster) ? "" : " (give the results database with --db)"
+          return yield* Effect.fail(usageError(`no optimisation run #${runId} in ${store.where}; its runs: ${known.slice(0, 20).join(", ") || "none"}${hint}`))
+        }
+        if (run.outcome === undefined) {
+          return yield* Effect.fail(new CliError({ message: `run #${runId} in ${store.where} did not finish (its trial results are stored; run the optimisation again)`, exitCode: 1 }))
+        }
+        return { stored: run, page: yield* writePage(store, run.outcome as RunOutcome, flags) }
+      })
+    )
+    const outcome = stored.outcome as RunOutcome
     if (Option.isSome(flags.writeInstance)) {
       if (Option.isNone(flags.config)) return yield* Effect.fail(usageError("--write-instance writes into a config: give --config FILE too"))
-      yield* writeInstance(flags.config.value, flags.writeInstance.value, outcome, stored.run.settings as RunSettings)
+      yield* writeInstance(flags.config.value, flags.writeInstance.value, outcome, stored.settings as RunSettings)
     }
     yield* Console.log(flags.json ? outcomeJson(outcome) : `${outcomeText(outcome, 20)}\npage: ${page}`)
   })

@@ -5,7 +5,7 @@
  * once. The schema is this module's; the daemon's migrations never touch the file.
  */
 import { mkdirSync } from "node:fs"
-import { dirname } from "node:path"
+import { dirname, resolve } from "node:path"
 import BetterSqlite3 from "better-sqlite3"
 import { Data } from "effect"
 import type { MetricsJson } from "./Objective.js"
@@ -84,8 +84,31 @@ const resultOf = (row: ResultRow): StoredResult => ({
   ...(row.error === null ? {} : { error: row.error })
 })
 
-export class ResultsStore {
-  private constructor(private readonly db: BetterSqlite3.Database) {}
+type Awaitable<T> = T | PromiseLike<T>
+
+/**
+ * Where runs and trial results are kept: this module's SQLite file locally, the
+ * cluster's Postgres (`PgResults`) with `--cluster`. Callers await every answer.
+ */
+export interface ResultsBackend {
+  /** Where the results are, for messages: a file path or the database's masked URL. */
+  readonly where: string
+  readonly startRun: (header: RunHeader) => Awaitable<number>
+  readonly finishRun: (runId: number, outcome: unknown) => Awaitable<void>
+  readonly run: (runId: number) => Awaitable<StoredRun | undefined>
+  readonly runIds: () => Awaitable<ReadonlyArray<number>>
+  /** The stored result of a trial key the run may reuse instead of running it. */
+  readonly result: (runId: number, key: string) => Awaitable<TrialResult | undefined>
+  readonly results: (runId: number) => Awaitable<ReadonlyArray<StoredResult>>
+  readonly record: (runId: number, trials: ReadonlyArray<Trial>, results: ReadonlyArray<TrialResult>) => Awaitable<void>
+  readonly close: () => Awaitable<void>
+}
+
+export class ResultsStore implements ResultsBackend {
+  private constructor(
+    private readonly db: BetterSqlite3.Database,
+    readonly where: string
+  ) {}
 
   /** Opens (creating when missing) the results file; refuses one written by a newer svcbot. */
   static open(path: string): ResultsStore {
@@ -100,29 +123,29 @@ export class ResultsStore {
       if (version > SCHEMA_VERSION) throw new Error(`it was written by a newer svcbot (schema ${version}, this one reads ${SCHEMA_VERSION})`)
       db.exec(SCHEMA)
       db.pragma(`user_version = ${SCHEMA_VERSION}`)
-      return new ResultsStore(db)
+      return new ResultsStore(db, path === ":memory:" ? path : resolve(path))
     } catch (cause) {
       db?.close()
       throw new ResultsUnavailable({ message: `cannot open the results database ${path}: ${cause instanceof Error ? cause.message : String(cause)}` })
     }
   }
 
-  close(): void {
+  close = (): void => {
     this.db.close()
   }
 
-  startRun(header: RunHeader): number {
+  startRun = (header: RunHeader): number => {
     const info = this.db
       .prepare("INSERT INTO optimize_runs (created_at_ms, strategy, source_hash, data, data_hash, symbol, settings) VALUES (?, ?, ?, ?, ?, ?, ?)")
       .run(header.createdAtMs, header.strategy, header.sourceHash, header.data, header.dataHash, header.symbol, JSON.stringify(header.settings))
     return Number(info.lastInsertRowid)
   }
 
-  finishRun(runId: number, outcome: unknown): void {
+  finishRun = (runId: number, outcome: unknown): void => {
     this.db.prepare("UPDATE optimize_runs SET outcome = ? WHERE run_id = ?").run(JSON.stringify(outcome), runId)
   }
 
-  run(runId: number): StoredRun | undefined {
+  run = (runId: number): StoredRun | undefined => {
     const row = this.db.prepare("SELECT * FROM optimize_runs WHERE run_id = ?").get(runId) as
       | { run_id: number; created_at_ms: number; strategy: string; source_hash: string; data: string; data_hash: string; symbol: string; settings: string; outcome: string | null }
       | undefined
@@ -142,23 +165,23 @@ export class ResultsStore {
   }
 
   /** The newest runs first, for a listing. */
-  runIds(): ReadonlyArray<number> {
+  runIds = (): ReadonlyArray<number> => {
     return (this.db.prepare("SELECT run_id FROM optimize_runs ORDER BY run_id DESC").all() as Array<{ run_id: number }>).map((r) => r.run_id)
   }
 
-  result(runId: number, key: string): TrialResult | undefined {
+  result = (runId: number, key: string): TrialResult | undefined => {
     const row = this.db.prepare("SELECT * FROM optimize_results WHERE run_id = ? AND job_key = ?").get(runId, key) as ResultRow | undefined
     if (row === undefined) return undefined
     const { params: _params, fromMs: _from, toMs: _to, ...result } = resultOf(row)
     return result
   }
 
-  results(runId: number): ReadonlyArray<StoredResult> {
+  results = (runId: number): ReadonlyArray<StoredResult> => {
     return (this.db.prepare("SELECT * FROM optimize_results WHERE run_id = ? ORDER BY from_ms, to_ms, params").all(runId) as Array<ResultRow>).map(resultOf)
   }
 
   /** Writes each trial's result once, in one transaction: a key already stored for the run keeps its first result. */
-  record(runId: number, trials: ReadonlyArray<Trial>, results: ReadonlyArray<TrialResult>): void {
+  record = (runId: number, trials: ReadonlyArray<Trial>, results: ReadonlyArray<TrialResult>): void => {
     const insert = this.db.prepare(
       "INSERT INTO optimize_results (run_id, job_key, params, from_ms, to_ms, metrics, error) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, job_key) DO NOTHING"
     )

@@ -2,13 +2,13 @@
  * Where trials run. The search hands a runner a batch of trials and gets their
  * results back in the same order; it never sees threads. Two local runners: this
  * thread (`inProcessRunner`), and a pool of worker threads that each prepare the
- * job once (`startWorkerRunner`). A runner for remote workers answers the same
- * interface, and `recordedRunner` puts the results store in front of any of them.
+ * job once (`startWorkerRunner`). The cluster's runner (`Cluster.ts`) answers the
+ * same interface, and `recordedRunner` puts the results store in front of any of them.
  */
 import type { Worker } from "node:worker_threads"
 import { Data } from "effect"
 import type { JobSpec, PreparedJob } from "../backtest/Job.js"
-import type { ResultsStore } from "./Results.js"
+import type { ResultsBackend } from "./Results.js"
 import { runTrial, type Trial, type TrialResult } from "./Trial.js"
 import { startModuleWorker } from "../backtest/Workers.js"
 
@@ -112,17 +112,17 @@ export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<Trial
  * is read back instead of run, a key met twice in one batch runs once, and each new result is
  * written once (a second write of a key is ignored), so re-running a run's trial writes nothing twice.
  */
-export const recordedRunner = (runner: TrialRunner, store: ResultsStore, runId: number): TrialRunner => ({
+export const recordedRunner = (runner: TrialRunner, store: ResultsBackend, runId: number): TrialRunner => ({
   run: async (trials) => {
     const known = new Map<string, TrialResult>()
     for (const trial of trials) {
-      const stored = store.result(runId, trial.key)
+      const stored = await store.result(runId, trial.key)
       if (stored !== undefined) known.set(trial.key, stored)
     }
     const missing = new Map<string, Trial>()
     for (const trial of trials) if (!known.has(trial.key) && !missing.has(trial.key)) missing.set(trial.key, trial)
     const fresh = await runner.run([...missing.values()])
-    store.record(runId, [...missing.values()], fresh)
+    await store.record(runId, [...missing.values()], fresh)
     for (const result of fresh) known.set(result.key, result)
     return trials.map((trial) => known.get(trial.key)!)
   },

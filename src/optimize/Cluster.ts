@@ -1,0 +1,278 @@
+/**
+ * Optimisation trials on @effect/cluster, its shards, messages and runners kept in
+ * Postgres (@effect/sql-pg).
+ *
+ * A trial is a message to the `OptimizeTrial` entity whose id is the trial's key.
+ * Messages are persisted: the client's request is written to Postgres before it is
+ * routed, and a runner that dies before replying leaves it unprocessed, so when its
+ * shards move to a live runner (its advisory locks end with its connection) the
+ * message is delivered again there. Each message's primary key is the run and the
+ * trial key, so a request sent twice in one run is one message.
+ *
+ * A worker (`svcbot worker --cluster URL`) is a runner hosting the entity. Its
+ * handler answers from `optimize_results` when the key already has a result, else
+ * runs the backtest and writes the result once by key: a job re-run after a crash
+ * between the write and the reply writes nothing new, and every reply is the stored row.
+ *
+ * Datasets travel by content hash: the client stores the candles once under their hash,
+ * and a worker fetches a hash the first time it meets it, keeps it as a CSV in its cache
+ * folder (so a restart does not fetch it again) and prepares each study once.
+ * A worker whose strategy source or data hashes differ from the study's refuses the trial
+ * (`WorkerUnfit`) rather than answer for other code or other data.
+ */
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { ClusterSchema, Entity, RunnerAddress } from "@effect/cluster"
+import { NodeClusterSocket } from "@effect/platform-node"
+import { Rpc } from "@effect/rpc"
+import type { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, ManagedRuntime, Option, Redacted, Schema } from "effect"
+import { type JobSpec, prepare, type PreparedJob } from "../backtest/Job.js"
+import type { CandleSeries } from "../backtest/Candles.js"
+import { sourceHashOfFile } from "../domain/Hash.js"
+import { logEvent } from "../log/Logger.js"
+import * as PgResults from "./PgResults.js"
+import type { ResultsBackend } from "./Results.js"
+import { RunnerFailed, type TrialRunner } from "./Runner.js"
+import { dataHashOf, runTrial, type Study, type TrialResult } from "./Trial.js"
+
+/** What a worker needs to rebuild a study: the job's setup, with the candles named by their hash. */
+const StudyRef = Schema.Struct({
+  strategy: Schema.String,
+  sourceHash: Schema.String,
+  dataHash: Schema.String,
+  symbol: Schema.String,
+  balances: Schema.Record({ key: Schema.String, value: Schema.String }),
+  fees: Schema.optionalWith(Schema.Struct({ maker: Schema.String, taker: Schema.String }), { exact: true }),
+  settleDelayMs: Schema.Number,
+  schedule: Schema.optionalWith(Schema.String, { exact: true })
+})
+type StudyRef = typeof StudyRef.Type
+
+const TrialMessage = Schema.Struct({ key: Schema.String, params: Schema.String, fromMs: Schema.Number, toMs: Schema.Number })
+
+const TrialAnswer = Schema.Struct({
+  key: Schema.String,
+  metrics: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Number, Schema.Null) }), { exact: true }),
+  error: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+/** The worker cannot answer for this study: another strategy source, other data, or the study cannot be prepared there. */
+export class WorkerUnfit extends Schema.TaggedError<WorkerUnfit>()("WorkerUnfit", { worker: Schema.String, problem: Schema.String }) {
+  override get message(): string {
+    return `worker ${this.worker}: ${this.problem}`
+  }
+}
+
+const RunTrial = Rpc.make("RunTrial", {
+  payload: { runId: Schema.Number, study: StudyRef, trial: TrialMessage },
+  success: TrialAnswer,
+  error: WorkerUnfit,
+  primaryKey: ({ runId, trial }) => `${runId}/${trial.key}`
+})
+
+export const TrialEntity = Entity.make("OptimizeTrial", [RunTrial]).annotateRpcs(ClusterSchema.Persisted, true)
+
+/**
+ * Timings for a cluster of batch workers rather than long-lived services: a dead worker's
+ * runner entry expires in seconds and its unprocessed messages are polled for every second,
+ * so its jobs move within about 10 s instead of the defaults' minute. Every runner and client
+ * must use the same shard count, which stays the default.
+ */
+const clusterTimings = {
+  shardLockRefreshInterval: "2 seconds",
+  shardLockExpiration: "10 seconds",
+  refreshAssignmentsInterval: "1 second",
+  entityMessagePollInterval: "1 second",
+  entityReplyPollInterval: "100 millis",
+  entityMaxIdleTime: "30 seconds",
+  runnerHealthCheckInterval: "5 seconds"
+} as const
+
+const pgLayer = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: 8 })
+
+/** The URL with its password hidden, for messages and log lines. */
+export const maskedUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "(an unparsable URL)"
+  }
+}
+
+/** The candles as the backtester's CSV: a worker parses them exactly as a --data file. */
+const csvOf = (series: CandleSeries): string => {
+  const lines = ["open_time_ms,open,high,low,close,volume"]
+  for (const c of series.candles) lines.push(`${c.openTimeMs},${c.open.toFixed()},${c.high.toFixed()},${c.low.toFixed()},${c.close.toFixed()},${c.volume.toFixed()}`)
+  return `${lines.join("\n")}\n`
+}
+
+const studyRefOf = (study: Study): StudyRef => ({
+  strategy: study.spec.strategy,
+  sourceHash: study.sourceHash,
+  dataHash: study.dataHash,
+  symbol: study.spec.symbol,
+  balances: study.spec.balances,
+  ...(study.spec.fees === undefined ? {} : { fees: study.spec.fees }),
+  settleDelayMs: study.spec.settleDelayMs,
+  ...(study.spec.schedule === undefined ? {} : { schedule: study.spec.schedule })
+})
+
+export interface WorkerOptions {
+  readonly url: string
+  /** Where other runners and clients reach this worker. */
+  readonly host: string
+  readonly port: number
+  /** Where fetched datasets are kept as CSV files, by hash. */
+  readonly cacheDir: string
+}
+
+/** Fetches a study's candles (once per hash, then from the cache folder) and prepares its job, checking both hashes. */
+const loadStudy = (study: StudyRef, worker: string, cacheDir: string) =>
+  Effect.gen(function* () {
+    const unfit = (problem: string) => new WorkerUnfit({ worker, problem })
+    const path = join(cacheDir, `${study.dataHash}.csv`)
+    if (!existsSync(path)) {
+      const csv = yield* PgResults.getDataset(study.dataHash).pipe(Effect.orDie)
+      if (csv === undefined) return yield* Effect.fail(unfit(`dataset ${study.dataHash} is not in the cluster's database`))
+      mkdirSync(cacheDir, { recursive: true })
+      // Written aside and renamed: a worker killed mid-write never leaves a half file under the hash.
+      writeFileSync(`${path}.${process.pid}.tmp`, csv)
+      renameSync(`${path}.${process.pid}.tmp`, path)
+    }
+    const spec: JobSpec = {
+      strategy: study.strategy,
+      data: { kind: "csv", path },
+      symbol: study.symbol,
+      balances: study.balances,
+      ...(study.fees === undefined ? {} : { fees: study.fees }),
+      settleDelayMs: study.settleDelayMs,
+      ...(study.schedule === undefined ? {} : { schedule: study.schedule }),
+      cwd: process.cwd()
+    }
+    const job = yield* prepare(spec).pipe(Effect.mapError((e) => unfit(e.message)))
+    const sourceHash = sourceHashOfFile(job.sourcePath)
+    if (sourceHash !== study.sourceHash) {
+      return yield* Effect.fail(
+        unfit(`its strategy ${study.strategy} (${job.sourcePath}, source hash ${sourceHash.slice(0, 12)}) is not the one the run was started with (${study.sourceHash.slice(0, 12)}); run the same strategy files on every worker`)
+      )
+    }
+    const dataHash = dataHashOf(job.series)
+    if (dataHash !== study.dataHash) return yield* Effect.fail(unfit(`dataset ${study.dataHash} read back with hash ${dataHash}; delete ${path} and retry`))
+    yield* logEvent("optimize.study-loaded", { worker, strategy: study.strategy, dataHash: study.dataHash, candles: job.series.candles.length })
+    return job
+  })
+
+const trialHandlers = (worker: string, cacheDir: string) => {
+  // Shared by every entity of this worker (each trial key is an entity of its own): one load per
+  // study however many of its trials arrive at once, the first caller's load serving the rest.
+  const studies = new Map<string, Effect.Effect<PreparedJob, WorkerUnfit, SqlClient.SqlClient>>()
+  const studyJob = (study: StudyRef) => {
+    const key = JSON.stringify(study)
+    let load = studies.get(key)
+    if (load === undefined) {
+      load = Effect.runSync(Effect.cached(loadStudy(study, worker, cacheDir)))
+      studies.set(key, load)
+    }
+    return load
+  }
+  return TrialEntity.toLayer({
+      RunTrial: ({ payload: { runId, study, trial } }) =>
+        Effect.gen(function* () {
+          const known = yield* PgResults.storedResult(trial.key)
+          if (known !== undefined) return known
+          const job = yield* studyJob(study)
+          const result = runTrial(job, trial)
+          const stored = yield* PgResults.writeResult(trial, result, worker)
+          yield* logEvent("optimize.trial-done", { worker, runId, jobKey: trial.key, ...(result.error === undefined ? {} : { error: result.error }) })
+          return stored
+        }).pipe(
+          // A lost database connection is not the trial's answer: the message stays unprocessed and is delivered again.
+          Effect.catchTag("SqlError", (error) => Effect.die(error))
+        )
+  })
+}
+
+/** A worker: a cluster runner hosting the trial entity until the process is stopped. */
+export const workerLayer = (options: WorkerOptions) => {
+  const worker = `${options.host}:${options.port}`
+  return trialHandlers(worker, resolve(options.cacheDir)).pipe(
+    Layer.provide(
+      NodeClusterSocket.layer({
+        storage: "sql",
+        shardingConfig: { ...clusterTimings, runnerAddress: Option.some(RunnerAddress.make(options.host, options.port)) }
+      })
+    ),
+    Layer.provide(Layer.effectDiscard(PgResults.ensureSchema)),
+    Layer.provideMerge(pgLayer(options.url))
+  )
+}
+
+const clientLayer = (url: string) =>
+  NodeClusterSocket.layer({ clientOnly: true, storage: "sql", shardingConfig: clusterTimings }).pipe(
+    Layer.provideMerge(Layer.effectDiscard(PgResults.ensureSchema)),
+    Layer.provideMerge(pgLayer(url))
+  )
+
+/** What an optimisation run uses of the cluster: its results tables and a runner sending trials to the workers. */
+export interface ClusterSession {
+  readonly results: ResultsBackend
+  /** Stores the study's dataset (once per hash) and returns a runner for its trials in run `runId`. */
+  readonly runner: (study: Study, job: PreparedJob, runId: number) => Promise<TrialRunner>
+  readonly close: () => Promise<void>
+}
+
+/** How many trial requests are in flight at once: enough to keep every worker's mailbox fed. */
+const IN_FLIGHT = 64
+
+export const connectCluster = async (url: string): Promise<ClusterSession> => {
+  const runtime = ManagedRuntime.make(clientLayer(url))
+  const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof clientLayer>>>): Promise<A> => runtime.runPromise(effect)
+  try {
+    await runtime.runtime()
+  } catch (cause) {
+    await runtime.dispose()
+    throw new RunnerFailed({ message: `cannot reach the cluster's database ${maskedUrl(url)}: ${cause instanceof Error ? cause.message : String(cause)}` })
+  }
+  const results: ResultsBackend = {
+    where: maskedUrl(url),
+    startRun: (header) => run(PgResults.startRun(header)),
+    finishRun: (runId, outcome) => run(PgResults.finishRun(runId, outcome)),
+    run: (runId) => run(PgResults.storedRun(runId)),
+    runIds: () => run(PgResults.runIds),
+    // Keyed by content alone: a result any run stored answers for this one.
+    result: (runId, key) => run(PgResults.storedResult(key)),
+    results: (runId) => run(PgResults.runResults(runId)),
+    // The workers wrote the results; the run records which trials it asked for.
+    record: (runId, trials) => run(PgResults.linkTrials(runId, trials.map((t) => t.key))),
+    // The session owns the connection: `close` below ends it.
+    close: () => undefined
+  }
+  return {
+    results,
+    runner: async (study, job, runId) => {
+      await run(
+        Effect.gen(function* () {
+          if (!(yield* PgResults.hasDataset(study.dataHash))) yield* PgResults.putDataset(study.dataHash, study.intervalMs, csvOf(job.series))
+        })
+      )
+      const ref = studyRefOf(study)
+      return {
+        run: (trials) =>
+          run(
+            Effect.gen(function* () {
+              const client = yield* TrialEntity.client
+              return yield* Effect.forEach(trials, (trial): Effect.Effect<TrialResult, unknown> => client(trial.key).RunTrial({ runId, study: ref, trial }), { concurrency: IN_FLIGHT })
+            })
+          ).catch((cause: unknown) => {
+            throw new RunnerFailed({ message: cause instanceof Error ? cause.message : String(cause) })
+          }),
+        close: () => Promise.resolve()
+      }
+    },
+    close: () => runtime.dispose()
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * The optimisation tables on the cluster's Postgres, beside the cluster's own
+ * (`cluster_*`): runs, trial results and datasets.
+ *
+ * - A trial result is keyed by its job key alone and written once (`ON CONFLICT DO
+ *   NOTHING`): the key is the hash of everything the result depends on, so the row a
+ *   worker wrote first is the answer for every run that asks the same question, and a
+ *   job run twice (its worker killed after writing but before answering) writes nothing new.
+ * - A run lists its trials in `optimize_run_trials`, so `--show RUN` reads what it asked.
+ * - A dataset is stored once under its content hash; every worker fetches it once.
+ *
+ * Everything here is an Effect needing a `SqlClient`: the cluster runs on one.
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+import type { MetricsJson } from "./Objective.js"
+import type { RunHeader, StoredResult, StoredRun } from "./Results.js"
+import type { Trial, TrialResult } from "./Trial.js"
+
+/** One lock id for the schema's creation: workers and clients starting together must not race on CREATE TABLE. */
+const SCHEMA_LOCK = 7_301_993_041
+
+export const ensureSchema: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.withTransaction(
+    Effect.gen(function* () {
+      yield* sql`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`
+      yield* sql`CREATE TABLE IF NOT EXISTS optimize_runs (
+        run_id BIGSERIAL PRIMARY KEY,
+        created_at_ms BIGINT NOT NULL,
+        strategy TEXT NOT NULL,
+        source_hash TEXT NOT NULL,
+        data TEXT NOT NULL,
+        data_hash TEXT NOT NULL,
+        symbol TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        outcome TEXT
+      )`
+      yield* sql`CREATE TABLE IF NOT EXISTS optimize_results (
+        job_key TEXT PRIMARY KEY,
+        params TEXT NOT NULL,
+        from_ms BIGINT NOT NULL,
+        to_ms BIGINT NOT NULL,
+        metrics TEXT,
+        error TEXT,
+        worker TEXT NOT NULL,
+        written_at TIMESTAMPTZ NOT NULL DEFAULT now()
+      )`
+      yield* sql`CREATE TABLE IF NOT EXISTS optimize_run_trials (
+        run_id BIGINT NOT NULL REFERENCES optimize_runs(run_id),
+        job_key TEXT NOT NULL,
+        PRIMARY KEY (run_id, job_key)
+      )`
+      yield* sql`CREATE TABLE IF NOT EXISTS optimize_datasets (
+        data_hash TEXT PRIMARY KEY,
+        interval_ms BIGINT NOT NULL,
+        csv TEXT NOT NULL
+      )`
+    })
+  )
+})
+
+interface ResultRow {
+  readonly job_key: string
+  readonly params: string
+  readonly from_ms: string | number
+  readonly to_ms: string | number
+  readonly metrics: string | null
+  readonly error: string | null
+}
+
+const storedOf = (row: ResultRow): StoredResult => ({
+  key: row.job_key,
+  params: row.params,
+  // BIGINT arrives as text from node-postgres; epoch milliseconds are safe integers.
+  fromMs: Number(row.from_ms),
+  toMs: Number(row.to_ms),
+  ...(row.metrics === null ? {} : { metrics: JSON.parse(row.metrics) as MetricsJson }),
+  ...(row.error === null ? {} : { error: row.error })
+})
+
+const resultOf = (row: ResultRow): TrialResult => {
+  const { params: _params, fromMs: _from, toMs: _to, ...result } = storedOf(row)
+  return result
+}
+
+/** The stored result of a job key, whichever run or worker wrote it. */
+export const storedResult = (key: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<ResultRow>`SELECT * FROM optimize_results WHERE job_key = ${key}`).pipe(
+    Effect.map((rows) => (rows[0] === undefined ? undefined : resultOf(rows[0])))
+  )
+
+/** Writes a trial's result unless its key has one, and answers with the stored one: the first writer's result wins everywhere. */
+export const writeResult = (trial: Trial, result: TrialResult, worker: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO optimize_results (job_key, params, from_ms, to_ms, metrics, error, worker)
+      VALUES (${trial.key}, ${trial.params}, ${trial.fromMs}, ${trial.toMs}, ${result.metrics === undefined ? null : JSON.stringify(result.metrics)}, ${result.error ?? null}, ${worker})
+      ON CONFLICT (job_key) DO NOTHING`
+    return (yield* storedResult(trial.key)) ?? result
+  })
+
+export const putDataset = (dataHash: string, intervalMs: number, csv: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`INSERT INTO optimize_datasets (data_hash, interval_ms, csv) VALUES (${dataHash}, ${intervalMs}, ${csv}) ON CONFLICT (data_hash) DO NOTHING`
+  ).pipe(Effect.asVoid)
+
+export const hasDataset = (dataHash: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1 FROM optimize_datasets WHERE data_hash = ${dataHash}`).pipe(Effect.map((rows) => rows.length > 0))
+
+export const getDataset = (dataHash: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ csv: string }>`SELECT csv FROM optimize_datasets WHERE data_hash = ${dataHash}`).pipe(
+    Effect.map((rows) => rows[0]?.csv)
+  )
+
+export const startRun = (header: RunHeader) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ run_id: string }>`INSERT INTO optimize_runs (created_at_ms, strategy, source_hash, data, data_hash, symbol, settings)
+      VALUES (${header.createdAtMs}, ${header.strategy}, ${header.sourceHash}, ${header.data}, ${header.dataHash}, ${header.symbol}, ${JSON.stringify(header.settings)})
+      RETURNING run_id`
+  ).pipe(Effect.map((rows) => Number(rows[0]!.run_id)))
+
+export const finishRun = (runId: number, outcome: unknown) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE optimize_runs SET outcome = ${JSON.stringify(outcome)} WHERE run_id = ${runId}`).pipe(Effect.asVoid)
+
+export const storedRun = (runId: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ run_id: string; created_at_ms: string; strategy: string; source_hash: string; data: string; data_hash: string; symbol: string; settings: string; outcome: string | null }>`
+      SELECT * FROM optimize_runs WHERE run_id = ${runId}`
+  ).pipe(
+    Effect.map((rows): StoredRun | undefined => {
+      const row = rows[0]
+      return row === undefined
+        ? undefined
+        : {
+            runId: Number(row.run_id),
+            createdAtMs: Number(row.created_at_ms),
+            strategy: row.strategy,
+            sourceHash: row.source_hash,
+            data: row.data,
+            dataHash: row.data_hash,
+            symbol: row.symbol,
+            settings: JSON.parse(row.settings) as unknown,
+            outcome: row.outcome === null ? undefined : (JSON.parse(row.outcome) as unknown)
+          }
+    })
+  )
+
+export const runIds = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ run_id: string }>`SELECT run_id FROM optimize_runs ORDER BY run_id DESC`).pipe(
+  Effect.map((rows) => rows.map((r) => Number(r.run_id)))
+)
+
+export const runResults = (runId: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<ResultRow>`SELECT r.* FROM optimize_results r JOIN optimize_run_trials t ON t.job_key = r.job_key
+      WHERE t.run_id = ${runId} ORDER BY r.from_ms, r.to_ms, r.params`
+  ).pipe(Effect.map((rows) => rows.map(storedOf)))
+
+/** Links a run to the trials it asked for (their results are written by the workers). */
+export const linkTrials = (runId: number, keys: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    keys.length === 0
+      ? Effect.void
+      : sql`INSERT INTO optimize_run_trials ${sql.insert(keys.map((job_key) => ({ run_id: runId, job_key })))} ON CONFLICT DO NOTHING`.pipe(Effect.asVoid)
+  )

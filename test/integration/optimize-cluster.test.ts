@@ -1,0 +1,127 @@
+/**
+ * `svcbot optimize --cluster` against a real PostgreSQL on loopback and three
+ * `svcbot worker` processes, one killed with SIGKILL in the middle of the sweep:
+ * every trial is answered and its result written once, no trial runs twice, the
+ * killed worker's unfinished trials are run by the others, and the ranking is the
+ * local run's for the same seed. Skips, saying why, where PostgreSQL cannot start.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { setTimeout as delay } from "node:timers/promises"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freeLoopbackPort, killAll, type Run, svcbot } from "../support/daemon.js"
+import { findPostgres, type Postgres, startPostgres } from "../support/postgres.js"
+
+const tools = findPostgres()
+const missing = "missing" in tools ? tools.missing : undefined
+if (missing !== undefined) console.warn(`skipping the cluster tests: ${missing}`)
+
+let pg: Postgres
+let dir: string
+let space: string
+
+beforeAll(async () => {
+  if ("missing" in tools) return
+  pg = await startPostgres(tools)
+  dir = mkdtempSync(join(tmpdir(), "optimize-cluster-"))
+  space = join(dir, "space.json")
+  // 30 of the 48 combinations, drawn with the seed; halving sends the best third on to the whole window.
+  writeFileSync(
+    space,
+    JSON.stringify({ params: { fastPeriod: { min: 2, max: 13, step: 1 }, slowPeriod: [20, 30, 45, 60], entry: "market" }, rankBy: "sharpe", search: "random", samples: 30, halving: { slices: 2, keep: 0.34 } })
+  )
+}, 60_000)
+
+afterAll(() => {
+  killAll()
+  if ("missing" in tools) return
+  pg?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const query = <A extends object>(text: string): Promise<ReadonlyArray<A>> =>
+  Effect.runPromise(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text)).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(pg.url) })))
+  )
+
+/** The JSON lines a process wrote to stderr (its log) so far. */
+const logLines = (run: Run): Array<Record<string, unknown>> =>
+  run.stderr
+    .join("")
+    .split("\n")
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>]
+      } catch {
+        return []
+      }
+    })
+
+const until = async (what: string, holds: () => boolean, timeoutMs: number): Promise<void> => {
+  const end = Date.now() + timeoutMs
+  while (!holds()) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`)
+    await delay(25)
+  }
+}
+
+const common = ["--strategy", "sma-crossover", "--synthetic", "11:60000", "--params", '{"quoteQty": "1000"}', "--seed", "5"]
+
+const jsonOf = (run: Run): Record<string, any> => JSON.parse(run.lines.find((line) => line.startsWith("{"))!)
+
+describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
+  it("three workers, one killed mid-sweep: every trial done once, results as the local run's", async () => {
+    const workers = await Promise.all(
+      [1, 2, 3].map(async (n) => {
+        const port = await freeLoopbackPort()
+        return svcbot(["worker", "--cluster", pg.url, "--host", "127.0.0.1", "--port", String(port), "--cache", join(dir, `cache-${n}`)])
+      })
+    )
+    await until("every worker started", () => workers.every((w) => logLines(w).some((l) => l.event === "worker.started")), 30_000)
+
+    const clustered = svcbot(["optimize", ...common, "--space", space, "--cluster", pg.url, "--json"])
+    const done = (w: Run) => logLines(w).filter((l) => l.event === "optimize.trial-done")
+    const victim = workers[1]!
+    await until("the second worker finished a trial", () => done(victim).length > 0 || clustered.child.exitCode !== null, 120_000)
+    victim.child.kill("SIGKILL")
+    const doneByVictim = done(victim).length
+
+    expect(await clustered.exit).toBe(0)
+    const cluster = jsonOf(clustered)
+
+    const local = svcbot(["optimize", ...common, "--space", space, "--threads", "0", "--db", join(dir, "local.db"), "--json"])
+    expect(await local.exit).toBe(0)
+    const here = jsonOf(local)
+    expect(cluster.ranked).toEqual(here.ranked)
+    expect({ candidates: cluster.candidates, trials: cluster.trials }).toEqual({ candidates: here.candidates, trials: here.trials })
+    expect(cluster.trials).toBe(30 + 11)
+
+    // Every trial the run asked for has one stored result...
+    const asked = await query<{ job_key: string }>(`SELECT job_key FROM optimize_run_trials WHERE run_id = ${cluster.runId}`)
+    const stored = await query<{ job_key: string; worker: string }>(`SELECT job_key, worker FROM optimize_results`)
+    expect(asked).toHaveLength(cluster.trials)
+    expect(new Set(stored.map((r) => r.job_key))).toEqual(new Set(asked.map((r) => r.job_key)))
+
+    // ...and was run once. A survivor never ran a trial that already had a result: its log has
+    // each key once, exactly the keys stored under its name. The killed worker's log is cut at
+    // its death (a line may die in the pipe), so its lines are only a subset of its rows.
+    const addressOf = (w: Run) => logLines(w).find((l) => l.event === "worker.started")!.address as string
+    const survivors = workers.filter((w) => w !== victim)
+    for (const worker of survivors) {
+      const keys = done(worker).map((l) => l.jobKey as string)
+      expect(new Set(keys).size).toBe(keys.length)
+      expect(new Set(keys)).toEqual(new Set(stored.filter((r) => r.worker === addressOf(worker)).map((r) => r.job_key)))
+    }
+    const byVictim = stored.filter((r) => r.worker === addressOf(victim)).map((r) => r.job_key)
+    for (const line of done(victim)) expect(byVictim).toContain(line.jobKey)
+
+    // The killed worker did some and left the rest to the others.
+    expect(doneByVictim).toBeGreaterThan(0)
+    expect(byVictim.length).toBeLessThan(cluster.trials)
+    expect(stored.length - byVictim.length).toBeGreaterThan(0)
+  }, 300_000)
+})
