@@ -18,7 +18,7 @@ import { Database } from "../store/Database.js"
 import { type JournalBatch, type Move, OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import type { Accepted } from "../svc/Api.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
-import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
+import { isOrderNotOpen, type PlacementOutcomeUnknown, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { Books } from "./Books.js"
 import { EngineBus, type PlacementBlock } from "./EngineBus.js"
@@ -254,15 +254,23 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       Effect.gen(function* () {
         if (!row.cancelRequested || row.clientOrderId === null || cancelsSent.has(row.orderId)) return
         cancelsSent.add(row.orderId)
+        // The tracker learns how the order ended from its status, at once rather than at the next due poll.
+        const pollNow = Effect.flatMap(Clock.currentTimeMillis, (now) => journal.update(row.orderId, { nextPollAt: now }, now)).pipe(
+          Effect.zipRight(bus.wakeTracker)
+        )
         yield* client.cancel(row.clientOrderId).pipe(
-          Effect.tap(() =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => journal.update(row.orderId, { nextPollAt: now }, now))
-          ),
-          Effect.tap(() => bus.wakeTracker),
+          Effect.zipRight(pollNow),
           Effect.catchAll((error) =>
-            Effect.sync(() => cancelsSent.delete(row.orderId)).pipe(
-              Effect.zipRight(logEvent("request.failed", { what: "cancel", clientOrderId: row.clientOrderId, error: error.message }))
-            )
+            isOrderNotOpen(error)
+              ? // The order filled or was rejected before the cancel reached it: a settled outcome, not a
+                // failure. It stays among the cancels sent until the tracker sees it end, so no cancel is re-sent.
+                Effect.zipRight(
+                  pollNow,
+                  logEvent("order.cancel-too-late", { strategy: row.strategyId, tag: row.tag, clientOrderId: row.clientOrderId, symbol: row.symbol, side: row.side })
+                )
+              : Effect.sync(() => cancelsSent.delete(row.orderId)).pipe(
+                  Effect.zipRight(logEvent("request.failed", { what: "cancel", clientOrderId: row.clientOrderId, error: error.message }))
+                )
           )
         )
       })

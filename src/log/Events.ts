@@ -56,6 +56,7 @@ export const EventCatalog = define({
   "order.rejected": { level: "warn", meaning: "an order reached kind rejected; carries the code" },
   "order.refused": { level: "warn", meaning: "the server refused a placement before accepting it; carries the code" },
   "order.cancelled": { level: "info", meaning: "an order was cancelled" },
+  "order.cancel-too-late": { level: "info", meaning: "a cancel reached the venue after its order had filled or been rejected (409 ORDER_NOT_OPEN); the order's status says which, and the cancel is not sent again" },
   "order.unknown": { level: "warn", meaning: "a placement's answer was lost (timeout, reset, 5xx); it will be reconciled, never re-sent blindly" },
   "order.reconciled": { level: "info", meaning: "an unknown placement was resolved: adopted as accepted, or proven not placed" },
   "order.kind-unknown": { level: "warn", meaning: "the server reported an order kind svcbot does not know; polling goes on" },

@@ -266,6 +266,13 @@ export const fromFailedAnswer = (answer: FailedAnswer): SvcError => {
   return status >= 500 ? new ServerUnavailable({ endpoint, status }) : new RequestInvalid({ endpoint, status, code })
 }
 
+/**
+ * A cancel answered 409 ORDER_NOT_OPEN: the order had already filled or been rejected when the
+ * cancel reached it (or it is a market order, which is never open to a cancel). The outcome
+ * is settled; only the order's status says which it was.
+ */
+export const isOrderNotOpen = (error: SvcError): error is RequestInvalid => error._tag === "RequestInvalid" && error.code === ErrorCode.orderNotOpen
+
 /** Errors that say something about the account or key rather than the one request. */
 export const isAccountBlock = (error: SvcError): error is AccountFrozen | GeoRestrictedIp | LegalAcceptanceRequired =>
   error._tag === "AccountFrozen" || error._tag === "GeoRestrictedIp" || error._tag === "LegalAcceptanceRequired"

@@ -54,6 +54,7 @@ import {
   errorCodeOf,
   fromFailedAnswer,
   isAccountBlock,
+  isOrderNotOpen,
   NetworkError,
   PlacementOutcomeUnknown,
   type PlacementRequest,
@@ -677,9 +678,15 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
             limitPrice: order.limitPrice,
             stopPrice: order.stopPrice
           }),
-        /** Never held back by the budget; retried on 5xx and network errors (cancelling is idempotent by clientOrderId). */
+        /**
+         * Never held back by the budget; retried on 5xx and network errors (cancelling is idempotent
+         * by clientOrderId). ORDER_NOT_OPEN is returned without a line: a cancel that came too late
+         * is the caller's outcome to report, as only the caller knows the order it raced.
+         */
         cancel: (clientOrderId: string): Effect.Effect<CancelAnswer, SvcError> =>
-          notPlacement(run({ method: "POST", path: paths.cancelOrder, body: { clientOrderId }, kind: "cancel", priority: "cancel", decode: decodeCancel })),
+          notPlacement(
+            run({ method: "POST", path: paths.cancelOrder, body: { clientOrderId }, kind: "cancel", priority: "cancel", decode: decodeCancel, expected: isOrderNotOpen })
+          ),
 
         /**
          * Whether the key may trade, found without trading: a cancel of a clientOrderId no order
