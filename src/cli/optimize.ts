@@ -74,7 +74,13 @@ const withResults = <A, E>(flags: Flags, use: (results: Results) => Effect.Effec
         (session) =>
           use({
             store: session.results,
-            openRunner: (study, job, runId) => ask(() => session.runner(study, job, runId))
+            openRunner: (study, job, runId) =>
+              Effect.gen(function* () {
+                if ((yield* ask(() => session.workers())) === 0) {
+                  progress(`no svcbot worker is running on ${session.results.where}; the trials wait there until one starts (svcbot worker --cluster URL)`)
+                }
+                return yield* ask(() => session.runner(study, job, runId))
+              })
           }),
         (session) => Effect.promise(() => session.close())
       )
@@ -148,6 +154,7 @@ const clusterFlags = (flags: Flags): Effect.Effect<void, CliError> => {
 const runOptimisation = (flags: Flags) =>
   Effect.gen(function* () {
     if (Option.isNone(flags.space)) return yield* Effect.fail(usageError("give --space FILE (the params to search), or --show RUN to show a stored run"))
+    if (Option.isSome(flags.cluster)) yield* clusterFlags(flags)
     const subject = yield* subjectOf(flags)
     const spec = yield* jobSpec(flags, subject.instance)
     const spacePath = resolve(flags.space.value)
@@ -156,7 +163,6 @@ const runOptimisation = (flags: Flags) =>
     const walk = Option.isSome(flags.walkForward) ? yield* fromEither(parseWalkForward(flags.walkForward.value)) : undefined
     const threads = Option.getOrElse(flags.threads, () => availableParallelism())
     if (threads < 0) return yield* Effect.fail(usageError("--threads must be 0 (the main thread only) or more"))
-    if (Option.isSome(flags.cluster)) yield* clusterFlags(flags)
     const configPath = Option.getOrUndefined(flags.config)
     const newId = Option.getOrUndefined(flags.writeInstance)
     if (newId !== undefined) {

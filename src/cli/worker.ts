@@ -3,7 +3,7 @@
  * from `svcbot optimize --cluster URL` runs and writes their results to the
  * cluster's Postgres. Runs until stopped; any number can run on any machines.
  */
-import { hostname, tmpdir } from "node:os"
+import { hostname, networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Command, Options } from "@effect/cli"
 import { Effect, Layer } from "effect"
@@ -14,9 +14,20 @@ import { described } from "./Help.js"
 
 const DEFAULT_PORT = 34431
 
+/**
+ * Where others reach this machine when --host is not given: its first external IPv4 address.
+ * A container's host name is its id, which other containers cannot resolve; its address they can.
+ */
+const defaultHost = (): string => {
+  for (const addresses of Object.values(networkInterfaces())) {
+    for (const address of addresses ?? []) if (address.family === "IPv4" && !address.internal) return address.address
+  }
+  return hostname()
+}
+
 const options = {
   cluster: Options.text("cluster").pipe(Options.withPseudoName("URL"), Options.withDescription("the cluster's Postgres, e.g. postgres://svcbot@db:5432/svcbot (the same URL as the optimize run's --cluster)")),
-  host: Options.text("host").pipe(Options.withPseudoName("HOST"), Options.withDefault(hostname()), Options.withDescription("the name or address other workers and optimize runs reach this worker at (default: this machine's host name)")),
+  host: Options.text("host").pipe(Options.withPseudoName("HOST"), Options.withDefault(defaultHost()), Options.withDescription("the name or address other workers and optimize runs reach this worker at (default: this machine's first external IPv4 address)")),
   port: Options.integer("port").pipe(Options.withPseudoName("N"), Options.withDefault(DEFAULT_PORT), Options.withDescription("the port this worker listens on for the cluster's messages")),
   cache: Options.text("cache").pipe(Options.withPseudoName("DIR"), Options.withDefault(join(tmpdir(), "svcbot-datasets")), Options.withDescription("where datasets fetched from the cluster are kept, one CSV per content hash"))
 }

@@ -80,9 +80,11 @@ export const TrialEntity = Entity.make("OptimizeTrial", [RunTrial]).annotateRpcs
  * so its jobs move within about 10 s instead of the defaults' minute. Every runner and client
  * must use the same shard count, which stays the default.
  */
+const LOCK_EXPIRY_SECONDS = 10
+
 const clusterTimings = {
   shardLockRefreshInterval: "2 seconds",
-  shardLockExpiration: "10 seconds",
+  shardLockExpiration: `${LOCK_EXPIRY_SECONDS} seconds`,
   refreshAssignmentsInterval: "1 second",
   entityMessagePollInterval: "1 second",
   entityReplyPollInterval: "100 millis",
@@ -222,6 +224,8 @@ export interface ClusterSession {
   readonly results: ResultsBackend
   /** Stores the study's dataset (once per hash) and returns a runner for its trials in run `runId`. */
   readonly runner: (study: Study, job: PreparedJob, runId: number) => Promise<TrialRunner>
+  /** How many workers are registered and alive right now. */
+  readonly workers: () => Promise<number>
   readonly close: () => Promise<void>
 }
 
@@ -273,6 +277,7 @@ export const connectCluster = async (url: string): Promise<ClusterSession> => {
         close: () => Promise.resolve()
       }
     },
+    workers: () => run(PgResults.liveWorkers(LOCK_EXPIRY_SECONDS)),
     close: () => runtime.dispose()
   }
 }

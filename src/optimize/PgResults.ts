@@ -168,3 +168,10 @@ export const linkTrials = (runId: number, keys: ReadonlyArray<string>) =>
       ? Effect.void
       : sql`INSERT INTO optimize_run_trials ${sql.insert(keys.map((job_key) => ({ run_id: runId, job_key })))} ON CONFLICT DO NOTHING`.pipe(Effect.asVoid)
   )
+
+/** Workers whose runner entry is fresh: registered with the cluster and heard from within the lock expiry. */
+export const liveWorkers = (expirySeconds: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners WHERE healthy AND last_heartbeat > now() - make_interval(secs => ${expirySeconds})`
+  ).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))

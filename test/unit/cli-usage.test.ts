@@ -51,6 +51,21 @@ describe("usage errors", () => {
     expect(code).toBe(2)
     expect(stderr.trim()).toBe("svcbot: give --strategy NAME (a shipped strategy or a plugin file), or --config FILE --instance NAME")
   })
+
+  it.each([
+    ["a worker given no database URL", ["worker", "--cluster", "db:5432"], `svcbot: --cluster takes the cluster's Postgres URL, e.g. postgres://svcbot@db:5432/svcbot; got "db:5432"`],
+    ["a worker port out of range", ["worker", "--cluster", "postgres://svcbot@127.0.0.1:9/svcbot", "--port", "70000"], "svcbot: --port must be from 1 to 65535; got 70000"],
+    [
+      "a cluster run given a local results file",
+      ["optimize", "--strategy", "grid", "--synthetic", "1:100", "--space", "x.json", "--cluster", "postgres://svcbot@127.0.0.1:9/svcbot", "--db", "r.db"],
+      "svcbot: --db and --cluster both name where results go: a --cluster run keeps them in the cluster's Postgres; drop --db"
+    ]
+  ])("%s: one line naming the fix, exit 2, before anything connects", async (_, args, problem) => {
+    const { code, stdout, stderr } = await spawned(args)
+    expect(code).toBe(2)
+    expect(stdout).toEqual([])
+    expect(stderr.trim()).toBe(problem)
+  })
 })
 
 describe("config errors", () => {

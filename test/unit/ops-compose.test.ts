@@ -127,9 +127,27 @@ describe("docker-compose.yml", () => {
   it("publishes ports on loopback only and pins every third-party image", () => {
     for (const [name, s] of Object.entries(compose.services)) {
       for (const port of s.ports ?? []) expect(port, name).toMatch(/^127\.0\.0\.1:/)
-      if (s.image !== undefined && !s.image.startsWith("svcbot:")) expect(s.image, name).toMatch(/^[\w./-]+:v?\d+\.\d+\.\d+$/)
+      // A full release number: PostgreSQL's are major.minor, the others' major.minor.patch.
+      const release = name === "postgres" ? /^postgres:\d+\.\d+$/ : /^[\w./-]+:v?\d+\.\d+\.\d+$/
+      if (s.image !== undefined && !s.image.startsWith("svcbot:")) expect(s.image, name).toMatch(release)
     }
     for (const name of ["loki", "alloy", "prometheus", "grafana"]) expect(service(name).profiles, name).toEqual(["observability"])
+  })
+
+  it("runs an optimisation cluster in its own profile: Postgres and workers pointed at it", () => {
+    for (const name of ["postgres", "worker"]) expect(service(name).profiles, name).toEqual(["cluster"])
+    const worker = service("worker")
+    const url = worker.command![worker.command!.indexOf("--cluster") + 1]!.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1")
+    const env = service("postgres").environment!
+    const password = env.POSTGRES_PASSWORD!.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1")
+    expect(url).toBe(`postgres://${env.POSTGRES_USER}:${password}@postgres:5432/${env.POSTGRES_DB}`)
+    expect(worker.command![0]).toBe("worker")
+    expect(worker.depends_on).toEqual({ postgres: { condition: "service_healthy" } })
+    // The two commands the README gives for a sweep name this profile and a space file that exists.
+    const readme = readFileSync("README.md", "utf8")
+    expect(readme).toContain("docker compose --profile cluster up -d")
+    const space = /--space (config\/optimize\/[\w.-]+\.json)/.exec(readme)?.[1]
+    expect(space !== undefined && existsSync(space)).toBe(true)
   })
 
   it("mounts the observability configs that exist in ops/", () => {
@@ -242,10 +260,10 @@ describe.skipIf(composeTool === undefined)(
       }
     })
 
-    it("lists the data, live and observability profiles", () => {
+    it("lists the cluster, data, live and observability profiles", () => {
       const result = runConfig(["--profiles"])
       expect(result.status).toBe(0)
-      expect(result.stdout.split("\n").filter((line) => line !== "").sort()).toEqual(["data", "live", "observability"])
+      expect(result.stdout.split("\n").filter((line) => line !== "").sort()).toEqual(["cluster", "data", "live", "observability"])
     })
 
     it("interpolates the documented variables", () => {
