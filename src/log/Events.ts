@@ -90,6 +90,11 @@ export const EventCatalog = define({
   "paper.not-recorded": { level: "info", meaning: "a paper run could not be recorded as evidence (the pair is unknown, or a checkpoint could not be written); carries the reason" },
   "paper.tape-gap": { level: "warn", meaning: "the venue no longer had some price steps of a paper run when they were read; the run's replay misses them" },
 
+  // optimisation on a cluster
+  "worker.started": { level: "info", meaning: "a svcbot worker joined an optimisation cluster; carries its address and the cluster's masked URL" },
+  "optimize.study-loaded": { level: "info", meaning: "a worker prepared a study (strategy and dataset, fetched once by content hash) for the trials that follow" },
+  "optimize.trial-done": { level: "info", meaning: "a worker ran one optimisation trial and stored its result; carries the run id and job key" },
+
   // storage and alerts
   "db.migrated": { level: "info", meaning: "database migrations were applied" },
   "alert.sent": { level: "info", meaning: "an alert webhook was delivered" },
