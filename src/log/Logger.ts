@@ -21,6 +21,46 @@ export interface LoggerOptions {
 export const colourOn = (stream: { readonly isTTY?: boolean }, env: Readonly<Record<string, string | undefined>>): boolean =>
   stream.isTTY === true && (env.NO_COLOR === undefined || env.NO_COLOR === "") && env.TERM !== "dumb"
 
+/** Where `redactPaths` censor, as a tree: keys by name, any key (`*`), and whether a path ends here. */
+interface CensorNode {
+  readonly named: Map<string, CensorNode>
+  any: CensorNode | undefined
+  censored: boolean
+}
+
+const censorNode = (): CensorNode => ({ named: new Map(), any: undefined, censored: false })
+
+const censorTree: CensorNode = censorNode()
+for (const path of redactPaths) {
+  let node = censorTree
+  // `*.headers["x-svc-signature"]` is `*`, `headers`, `x-svc-signature`.
+  for (const [, quoted, plain] of path.matchAll(/\["([^"]+)"\]|([^.[\]]+)/g)) {
+    const name = quoted ?? plain!
+    if (name === "*") node = node.any ??= censorNode()
+    else node = node.named.get(name) ?? node.named.set(name, censorNode()).get(name)!
+  }
+  node.censored = true
+}
+
+/** `source` with what `node` names censored; copied where it changes, so the caller's fields are never written to. */
+const censorIn = (source: Record<string, unknown>, node: CensorNode): Record<string, unknown> => {
+  let out = source
+  for (const [key, child] of node.named) out = censorKey(source, out, key, child)
+  if (node.any !== undefined) for (const key of Object.keys(source)) out = censorKey(source, out, key, node.any)
+  return out
+}
+
+/** `out` (`source`, or its copy once something was censored) with its `key` censored as `node` says. */
+const censorKey = (source: Record<string, unknown>, out: Record<string, unknown>, key: string, node: CensorNode): Record<string, unknown> => {
+  const current = out[key]
+  if (current === undefined || !Object.hasOwn(out, key)) return out
+  const next = node.censored ? REDACTED : current !== null && typeof current === "object" ? censorIn(current as Record<string, unknown>, node) : current
+  if (next === current) return out
+  const copy = out !== source ? out : Array.isArray(source) ? ([...source] as unknown as Record<string, unknown>) : { ...source }
+  copy[key] = next
+  return copy
+}
+
 export const makePino = (options: LoggerOptions = {}): Pino => {
   const usePretty = options.pretty ?? (options.destination === undefined && process.stdout.isTTY === true)
   const destination: DestinationStream =
@@ -32,10 +72,11 @@ export const makePino = (options: LoggerOptions = {}): Pino => {
       base: null,
       messageKey: "event",
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: { paths: [...redactPaths], censor: REDACTED },
       formatters: {
         level: (label) => ({ level: label }),
-        log: (object) => maskKeyFields(object)
+        // pino's own `redact` option censored the same paths at about 10 us a line: its wildcard
+        // paths put every field through its redactor.
+        log: (object) => maskKeyFields(censorIn(object, censorTree))
       },
       hooks: { streamWrite: scrub }
     },

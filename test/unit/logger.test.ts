@@ -3,7 +3,8 @@ import { Effect, HashMap } from "effect"
 import { describe, expect, it } from "vitest"
 import { EventCatalog } from "../../src/log/Events.js"
 import * as Log from "../../src/log/Logger.js"
-import { registerSecret } from "../../src/log/Redaction.js"
+import { pino } from "pino"
+import { maskKeyFields, redactPaths, REDACTED, registerSecret } from "../../src/log/Redaction.js"
 
 const capture = (level: "debug" | "info" = "debug") => {
   const lines: Array<string> = []
@@ -70,6 +71,34 @@ describe("logger", () => {
     expect(line).toMatchObject({ event: "auth.invalid", component: "client", secret: "[REDACTED]", keyId: `${key.slice(0, 12)}…`, note: "built from [REDACTED]" })
     expect(lines[0]).not.toContain("s3cr3t-value")
     expect(fields).toEqual({ keyId: key, secret: "s3cr3t-value", note: `built from ${secret}` })
+  })
+
+  it("censors exactly what pino's redact option censors at the paths of Redaction.ts, and leaves the caller's fields as they were", async () => {
+    const reference = pino(
+      {
+        base: null,
+        messageKey: "event",
+        timestamp: false,
+        redact: { paths: [...redactPaths], censor: REDACTED },
+        formatters: { level: (label) => ({ level: label }), log: (object) => maskKeyFields(object) }
+      },
+      { write: (line: string) => expected.push(line.trim()) }
+    )
+    const expected: Array<string> = []
+    const samples: ReadonlyArray<Record<string, unknown>> = [
+      { secret: "top", apiSecret: "top2", signature: "top3", what: "cancel" },
+      { request: { secret: "nested", apiSecret: "n2", signature: "n3", keep: "k" }, other: ["secret", { secret: "in an array stays" }] },
+      { headers: { "x-svc-signature": "lower", "X-SVC-SIGNATURE": "upper", authorization: "a", Authorization: "A", "X-SVC-APIKEY": "svk_live_" + "Z".repeat(22) } },
+      { call: { headers: { "x-svc-signature": "deep", "X-SVC-SIGNATURE": "DEEP", authorization: "not at this depth" } } },
+      { headers: { "x-svc-signature": "by name", secret: "by wildcard", headers: { "X-SVC-SIGNATURE": "both ways" } } },
+      { secret: undefined, signature: null, nested: { secret: 0 }, plain: "nothing to censor", n: 1 }
+    ]
+    const copies = samples.map((sample) => structuredClone(sample))
+    for (const sample of samples) reference.warn(sample, "request.failed")
+    const { lines, layer } = capture()
+    await Effect.runPromise(Effect.forEach(samples, (sample) => Log.logEvent("request.failed", sample), { discard: true }).pipe(Effect.provide(layer)))
+    expect(lines.map((line) => line.replace(/,"time":"[^"]+"/, ""))).toEqual(expected)
+    expect(samples).toEqual(copies)
   })
 
   it("writes nothing for a debug event while the level is info, and writes it at debug", async () => {
