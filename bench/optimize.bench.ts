@@ -13,10 +13,19 @@
  * this process) is compared too: `cpuRatio` is the main thread's CPU seconds per trial over the
  * runner's, 1 when the worker threads cost nothing beyond the trials themselves.
  *
+ * The cluster's overhead: where PostgreSQL can be started (test/support/postgres.ts), the same
+ * trials go through `svcbot optimize --cluster`'s runner to two `svcbot worker` processes on
+ * this machine, against two local worker threads. `clusterRatio` is cluster jobs per second over
+ * the two threads', and `clusterOverheadMs` the extra wall time per job (persisting the message,
+ * routing it, storing the result and the reply). Each worker first prepares the study untimed.
+ *
  *   npm run bench -- optimize                        (48 trials of 20,000 candles)
  *   BENCH_CANDLES=50000 BENCH_TRIALS=48 npm run bench -- optimize
  */
 import { Effect } from "effect"
+import { connectCluster } from "../src/optimize/Cluster.js"
+import { freeLoopbackPort, killAll, svcbot } from "../test/support/daemon.js"
+import { findPostgres, startPostgres } from "../test/support/postgres.js"
 import { type JobSpec, prepare } from "../src/backtest/Job.js"
 import { inProcessRunner, startWorkerRunner, type TrialRunner } from "../src/optimize/Runner.js"
 import { type Trial, studyOf, trialOf } from "../src/optimize/Trial.js"
@@ -31,6 +40,8 @@ if (!Number.isSafeInteger(trialCount) || trialCount < 3) throw new Error(`BENCH_
 const GOALS: Readonly<Record<number, number>> = { 1: 0.9, 2: 1.6, 3: 1.6 }
 /** A worker thread should spend at most a tenth more CPU per trial than the main thread. */
 const CPU_GOAL = 0.9
+/** Two cluster workers should keep at least four fifths of two local threads' throughput on trials this size. */
+const CLUSTER_GOAL = 0.8
 
 const spec: JobSpec = {
   strategy: "sma-crossover",
@@ -84,6 +95,33 @@ for (const threads of [1, 2, 3]) {
     await runner.close()
   }
 }
+/** Two worker processes on this machine against two local threads, the same trials; undefined where no PostgreSQL can start. */
+const clusterFigure = async (): Promise<{ workers: number; jobsPerSecond: number; clusterRatio: number; clusterGoal: number; clusterOverheadMs: number } | undefined> => {
+  const tools = findPostgres()
+  if ("missing" in tools) {
+    process.stdout.write(`cluster overhead not measured: ${tools.missing}\n`)
+    return undefined
+  }
+  const pg = await startPostgres(tools)
+  try {
+    const workers = await Promise.all([0, 1].map(async () => svcbot(["worker", "--cluster", pg.url, "--host", "127.0.0.1", "--port", String(await freeLoopbackPort())])))
+    const session = await connectCluster(pg.url)
+    try {
+      const runId = await session.results.startRun({ createdAtMs: Date.now(), strategy: study.strategy, sourceHash: study.sourceHash, data: "bench", dataHash: study.dataHash, symbol: spec.symbol, settings: {} })
+      const runner = await session.runner(study, job, runId)
+      await runner.run(warmup(workers.length))
+      const { jobsPerSecond } = await timed(runner)
+      const local = scaling.threads2!.jobsPerSecond
+      return { workers: workers.length, jobsPerSecond, clusterRatio: jobsPerSecond / local, clusterGoal: CLUSTER_GOAL, clusterOverheadMs: (1 / jobsPerSecond - 1 / local) * 1000 }
+    } finally {
+      await session.close()
+      killAll()
+    }
+  } finally {
+    pg.stop()
+  }
+}
+const cluster = await clusterFigure()
 const baselineAfter = await timed(main)
 const baseline = (baselineBefore.jobsPerSecond + baselineAfter.jobsPerSecond) / 2
 const baselineCpu = (baselineBefore.cpuSecondsPerJob + baselineAfter.cpuSecondsPerJob) / 2
@@ -101,6 +139,11 @@ process.stdout.write(
       (f) =>
         `${`${f.threads} worker thread${f.threads === 1 ? "" : "s"}`.padEnd(22)}${f.jobsPerSecond.toFixed(2).padStart(10)}${f.ratio.toFixed(3).padStart(10)}${f.goal.toFixed(1).padStart(8)}${f.cpuSecondsPerJob.toFixed(4).padStart(11)}${f.cpuRatio.toFixed(3).padStart(10)}${f.startSeconds.toFixed(2).padStart(10)}`
     ),
+    ...(cluster === undefined
+      ? []
+      : [
+          `${`cluster, ${cluster.workers} workers`.padEnd(22)}${cluster.jobsPerSecond.toFixed(2).padStart(10)}   ${cluster.clusterRatio.toFixed(3)} of 2 threads (goal ${cluster.clusterGoal}), ${cluster.clusterOverheadMs.toFixed(1)} ms more per job`
+        ]),
     `main thread before and after the workers: ${baselineBefore.jobsPerSecond.toFixed(2)} and ${baselineAfter.jobsPerSecond.toFixed(2)} jobs/s`,
     ""
   ].join("\n")
@@ -114,6 +157,7 @@ process.stdout.write(
     mainJobsPerSecondBefore: baselineBefore.jobsPerSecond,
     mainJobsPerSecondAfter: baselineAfter.jobsPerSecond,
     mainCpuSecondsPerJob: baselineCpu,
-    ...scaling
+    ...scaling,
+    ...(cluster === undefined ? {} : { cluster })
   })}\n`
 )

@@ -95,9 +95,11 @@ export const storedResult = (key: string) =>
 export const writeResult = (trial: Trial, result: TrialResult, worker: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`INSERT INTO optimize_results (job_key, params, from_ms, to_ms, metrics, error, worker)
+    const inserted = yield* sql<ResultRow>`INSERT INTO optimize_results (job_key, params, from_ms, to_ms, metrics, error, worker)
       VALUES (${trial.key}, ${trial.params}, ${trial.fromMs}, ${trial.toMs}, ${result.metrics === undefined ? null : JSON.stringify(result.metrics)}, ${result.error ?? null}, ${worker})
-      ON CONFLICT (job_key) DO NOTHING`
+      ON CONFLICT (job_key) DO NOTHING RETURNING *`
+    // No row back: another writer had the key first, and its row is the answer.
+    if (inserted[0] !== undefined) return resultOf(inserted[0])
     return (yield* storedResult(trial.key)) ?? result
   })
 

@@ -3,9 +3,11 @@
  * `svcbot worker` processes, one killed with SIGKILL in the middle of the sweep:
  * every trial is answered and its result written once, no trial runs twice, the
  * killed worker's unfinished trials are run by the others, and the ranking is the
- * local run's for the same seed. Skips, saying why, where PostgreSQL cannot start.
+ * local run's for the same seed; and a worker whose copy of the strategy differs refuses the
+ * trials instead of answering for other code. Skips, saying why, where PostgreSQL cannot start.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { spawn } from "node:child_process"
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as delay } from "node:timers/promises"
@@ -13,7 +15,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freeLoopbackPort, killAll, type Run, svcbot } from "../support/daemon.js"
+import { freeLoopbackPort, killAll, ROOT, type Run, svcbot } from "../support/daemon.js"
 import { findPostgres, type Postgres, startPostgres } from "../support/postgres.js"
 
 const tools = findPostgres()
@@ -111,6 +113,9 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     // its death (a line may die in the pipe), so its lines are only a subset of its rows.
     const addressOf = (w: Run) => logLines(w).find((l) => l.event === "worker.started")!.address as string
     const survivors = workers.filter((w) => w !== victim)
+    // Stopped first, so that their logs are whole: a reply can reach the run before its log line is read.
+    for (const worker of survivors) worker.child.kill("SIGTERM")
+    await Promise.all(survivors.map((w) => w.exit))
     for (const worker of survivors) {
       const keys = done(worker).map((l) => l.jobKey as string)
       expect(new Set(keys).size).toBe(keys.length)
@@ -124,4 +129,33 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     expect(byVictim.length).toBeLessThan(cluster.trials)
     expect(stored.length - byVictim.length).toBeGreaterThan(0)
   }, 300_000)
+
+  it("a worker with another copy of the strategy refuses its trials: the run ends naming the worker and the fix", async () => {
+    killAll()
+    // The same relative plugin path names the example for the run and an edited copy for the worker.
+    const elsewhere = join(dir, "elsewhere")
+    mkdirSync(join(elsewhere, "examples/strategies"), { recursive: true })
+    const plugin = "examples/strategies/breakout.ts"
+    writeFileSync(join(elsewhere, plugin), `${readFileSync(join(ROOT, plugin), "utf8")}\n// edited on this worker\n`)
+    copyFileSync(join(ROOT, "examples/strategies/tsconfig.json"), join(elsewhere, "examples/strategies/tsconfig.json"))
+    const port = await freeLoopbackPort()
+    const stderr: Array<string> = []
+    const worker = spawn(process.execPath, [join(ROOT, "bin/svcbot.js"), "worker", "--cluster", pg.url, "--host", "127.0.0.1", "--port", String(port), "--cache", join(dir, "cache-elsewhere")], {
+      cwd: elsewhere,
+      env: { PATH: process.env.PATH ?? "" },
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    worker.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")))
+    try {
+      const breakoutSpace = join(dir, "breakout-space.json")
+      writeFileSync(breakoutSpace, JSON.stringify({ params: { lookback: [10, 20], quoteQty: "100" }, rankBy: "profit" }))
+      const refused = svcbot(["optimize", "--strategy", plugin, "--synthetic", "3:3000", "--space", breakoutSpace, "--cluster", pg.url])
+      expect(await refused.exit).toBe(1)
+      const message = refused.stderr.join("").trim().split("\n").pop()
+      expect(message).toMatch(new RegExp(`^svcbot: worker 127\\.0\\.0\\.1:${port}: its strategy ${plugin} \\(.+breakout\\.ts, source hash [0-9a-f]{12}\\) is not the one the run was started with \\([0-9a-f]{12}\\); run the same strategy files on every worker$`))
+      expect(await query(`SELECT 1 FROM optimize_results WHERE params LIKE '%lookback%'`)).toHaveLength(0)
+    } finally {
+      worker.kill("SIGKILL")
+    }
+  }, 120_000)
 })
