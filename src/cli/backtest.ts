@@ -45,11 +45,11 @@ const dbOption = Options.text("db").pipe(
 )
 
 /** The evidence store a command records to or reads: the flag, the config's store, or the environment's, as the daemon resolves it. */
-const dbPath = (flag: Option.Option<string>, configured?: string): string =>
+export const dbPath = (flag: Option.Option<string>, configured?: string): string =>
   Option.getOrElse(flag, () => configured ?? (process.env.SVC_EVIDENCE_PATH || process.env.SVC_DATABASE_PATH || DEFAULT_DB))
 
 /** Opens the database for the length of `use` and closes it afterwards, whatever happens. */
-const withDatabase = <A, E>(path: string, use: (db: BetterSqlite3.Database) => Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
+export const withDatabase = <A, E>(path: string, use: (db: BetterSqlite3.Database) => Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
   Effect.acquireUseRelease(
     Effect.try({
       try: () => openDatabase({ path }),
@@ -194,7 +194,15 @@ export const jobSpec = (flags: JobFlags, instance: StrategyInstanceConfig | unde
     }
   })
 
-const recordBacktest = (db: BetterSqlite3.Database, job: PreparedJob, sourceHash: string, params: unknown, metrics: BacktestResult["metrics"]): number =>
+/** Records a backtest of the job's strategy as evidence; `dataSource` names other data than the job's whole (an out-of-sample window). */
+export const recordBacktest = (
+  db: BetterSqlite3.Database,
+  job: PreparedJob,
+  sourceHash: string,
+  params: unknown,
+  metrics: BacktestResult["metrics"],
+  dataSource: string = describeData(job.spec.data)
+): number =>
   recordRun(db, {
     kind: "backtest",
     strategy: job.definition.name,
@@ -202,7 +210,7 @@ const recordBacktest = (db: BetterSqlite3.Database, job: PreparedJob, sourceHash
     paramsHash: paramsHash(params),
     params: canonicalParams(params),
     symbol: job.pair.symbol,
-    dataSource: describeData(job.spec.data),
+    dataSource,
     metrics,
     recordedAtMs: Date.now()
   })

@@ -22,7 +22,10 @@ import { foldWindows, optimiseWindow, parseWalkForward, type RankedCandidate, wa
 import { candidates, isObject, parseSpace } from "../optimize/Space.js"
 import { outcomeJson, outcomeText, type RunOutcome } from "../optimize/Summary.js"
 import { type Study, studyOf } from "../optimize/Trial.js"
-import { dataAndSetupOptions, jobSpec, strategyOption } from "./backtest.js"
+import { metricsFromJson } from "../backtest/Metrics.js"
+import { outOfSampleSource } from "../promotion/Gates.js"
+import type { Fold } from "../optimize/Search.js"
+import { dataAndSetupOptions, jobSpec, recordBacktest, strategyOption, withDatabase } from "./backtest.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
 
@@ -49,6 +52,7 @@ const options = {
   show: Options.integer("show").pipe(Options.withPseudoName("RUN"), Options.optional, Options.withDescription("print stored run RUN's ranked table and write its HTML page instead of running")),
   html: Options.text("html").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("where the HTML page goes (default with --show: optimize-run-RUN.html next to the results database)")),
   heatmap: Options.text("heatmap").pipe(Options.withPseudoName("X,Y"), Options.optional, Options.withDescription("the two params of the page's heat map, e.g. fastPeriod,slowPeriod (default: the first two that vary)")),
+  evidence: Options.text("evidence").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("with --walk-forward: record the winner's out-of-sample figures (the last fold's test window) in this evidence store as its backtest, for `svcbot promote` and the outOfSample gate")),
   cluster: Options.text("cluster").pipe(Options.withPseudoName("URL"), Options.optional, Options.withDescription("run the trials on the cluster whose Postgres this is (postgres://USER@HOST:PORT/DB), on the `svcbot worker --cluster URL` processes, and keep the results there instead of --db")),
   writeInstance: Options.text("write-instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("write the best candidate into --config as a new strategy instance with this id (written disabled)"))
 }
@@ -161,6 +165,9 @@ const runOptimisation = (flags: Flags) =>
     const spaceText = yield* readText(spacePath, "the space file")
     const space = yield* fromEither(parseSpace(spaceText, flags.space.value))
     const walk = Option.isSome(flags.walkForward) ? yield* fromEither(parseWalkForward(flags.walkForward.value)) : undefined
+    if (Option.isSome(flags.evidence) && walk === undefined) {
+      return yield* Effect.fail(usageError("--evidence records a walk-forward's out-of-sample figures: give --walk-forward TRAIN:TEST too"))
+    }
     const threads = Option.getOrElse(flags.threads, () => availableParallelism())
     if (threads < 0) return yield* Effect.fail(usageError("--threads must be 0 (the main thread only) or more"))
     const configPath = Option.getOrUndefined(flags.config)
@@ -241,7 +248,24 @@ const runOptimisation = (flags: Flags) =>
       })
     )
     if (newId !== undefined && configPath !== undefined) yield* writeInstance(configPath, newId, outcome, settings)
+    const lastFold = outcome.walkForward?.folds.at(-1)
+    if (Option.isSome(flags.evidence) && lastFold !== undefined) yield* recordOutOfSample(flags.evidence.value, job, study.sourceHash, lastFold, describeData(spec.data))
     yield* Console.log(flags.json ? outcomeJson(outcome) : [outcomeText(outcome), `results: ${where}`, ...(page === undefined ? [] : [`page: ${page}`])].join("\n"))
+  })
+
+/**
+ * The last fold's winner as backtest evidence, on its test window only: the one window of the
+ * data its params were not chosen on. `svcbot promote` judges it like any backtest, and the
+ * `outOfSample` gate accepts nothing else.
+ */
+const recordOutOfSample = (path: string, job: PreparedJob, sourceHash: string, fold: Fold, data: string) =>
+  Effect.gen(function* () {
+    const metrics = fold.outOfSample.metrics
+    if (metrics === undefined) {
+      return yield* Effect.fail(new CliError({ message: `fold ${fold.index + 1}'s out-of-sample backtest gave no figures (${fold.outOfSample.error ?? "no candles"}); nothing was recorded in ${path}`, exitCode: 1 }))
+    }
+    const runId = yield* withDatabase(path, (db) => Effect.sync(() => recordBacktest(db, job, sourceHash, parse(fold.params), metricsFromJson(metrics), outOfSampleSource(data, fold.test))))
+    yield* Console.error(`recorded fold ${fold.index + 1}'s out-of-sample figures for ${fold.params} as backtest run #${runId} in ${path}`)
   })
 
 const heatmapChoice = (flags: Flags): Effect.Effect<readonly [string, string] | undefined, CliError> => {

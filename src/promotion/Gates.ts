@@ -19,7 +19,12 @@ export const BacktestGates = Schema.Struct({
   /** The backtest's market data must span at least this many days. */
   minDays: Schema.optionalWith(NonNegative("a number of days"), { default: () => 30 }),
   /** Synthetic tapes prove nothing about a market; they count only when this says so. */
-  allowSynthetic: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  allowSynthetic: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /**
+   * Only figures the params were not chosen on count: the backtest must be the out-of-sample
+   * window of a walk-forward optimisation (`svcbot optimize --walk-forward … --evidence`).
+   */
+  outOfSample: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 export type BacktestGates = typeof BacktestGates.Type
 
@@ -68,8 +73,17 @@ const check = (gate: string, required: string, actual: number | null | undefined
 
 const DAY_MS = 86_400_000
 
-/** A backtest's data: synthetic tapes are named `synthetic:…` (`describeData`). */
-export const isSyntheticData = (dataSource: string): boolean => dataSource.startsWith("synthetic:")
+/** How a walk-forward's out-of-sample evidence names its data: this, the data, and the test window. */
+const OUT_OF_SAMPLE = "out-of-sample:"
+
+export const outOfSampleSource = (data: string, window: { readonly fromMs: number; readonly toMs: number }): string =>
+  `${OUT_OF_SAMPLE}${data}@${new Date(window.fromMs).toISOString()}/${new Date(window.toMs).toISOString()}`
+
+export const isOutOfSample = (dataSource: string): boolean => dataSource.startsWith(OUT_OF_SAMPLE)
+
+/** A backtest's data: synthetic tapes are named `synthetic:…` (`describeData`), also inside an out-of-sample name. */
+export const isSyntheticData = (dataSource: string): boolean =>
+  (isOutOfSample(dataSource) ? dataSource.slice(OUT_OF_SAMPLE.length) : dataSource).startsWith("synthetic:")
 
 export const checkBacktest = (gates: BacktestGates, run: { readonly metrics: Metrics; readonly dataSource: string } | undefined): ReadonlyArray<GateCheck> => {
   const metrics = run?.metrics
@@ -84,7 +98,17 @@ export const checkBacktest = (gates: BacktestGates, run: { readonly metrics: Met
   check("backtest.minDays", `>= ${gates.minDays}`, metrics === undefined ? undefined : (metrics.toMs - metrics.fromMs) / DAY_MS, (v) => v >= gates.minDays),
   check("backtest.minTrades", `>= ${gates.minTrades}`, metrics?.trades, (v) => v >= gates.minTrades),
   check("backtest.maxDrawdownPct", `<= ${gates.maxDrawdownPct}`, metrics?.maxDrawdownPct, (v) => v <= gates.maxDrawdownPct),
-  check("backtest.minSharpe", `>= ${gates.minSharpe}`, metrics?.sharpe, (v) => v >= gates.minSharpe)
+  check("backtest.minSharpe", `>= ${gates.minSharpe}`, metrics?.sharpe, (v) => v >= gates.minSharpe),
+  ...(gates.outOfSample
+    ? [
+        {
+          gate: "backtest.outOfSample",
+          required: "the out-of-sample window of a walk-forward optimisation (svcbot optimize --walk-forward ... --evidence)",
+          actual: run === undefined ? "none" : run.dataSource,
+          passed: run !== undefined && isOutOfSample(run.dataSource)
+        }
+      ]
+    : [])
   ]
 }
 

@@ -128,6 +128,39 @@ describe("svcbot optimize", () => {
     expect(readFileSync(config, "utf8")).toBe(after)
   }, 240_000)
 
+  it("records the walk-forward winner's out-of-sample figures as evidence, which the outOfSample gate accepts and a later whole-data backtest does not", async () => {
+    const config = join(dir, "oos-config.json")
+    const raw = JSON.parse(readFileSync("config/default.json", "utf8")) as { strategies: Array<Record<string, unknown>> }
+    const gates = { backtest: { outOfSample: true, allowSynthetic: true, minTrades: 0, minSharpe: -1000, minDays: 0, maxDrawdownPct: 100 } }
+    raw.strategies = raw.strategies.map((s) => (s.id === "btc-sma" ? { ...s, promotion: gates } : s))
+    writeFileSync(config, JSON.stringify(raw, null, 2))
+    const evidence = join(dir, "oos-evidence.db")
+    const db = join(dir, "oos.db")
+
+    const refused = await run(["optimize", "--config", config, "--instance", "btc-sma", "--synthetic", "7:1800", "--space", space, "--db", db, "--evidence", evidence])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr.trim()).toBe("svcbot: --evidence records a walk-forward's out-of-sample figures: give --walk-forward TRAIN:TEST too")
+
+    const walked = await run(["optimize", "--config", config, "--instance", "btc-sma", "--synthetic", "7:1800", "--space", space, "--walk-forward", "12h:6h", "--threads", "0", "--db", db, "--evidence", evidence, "--write-instance", "btc-sma-oos", "--json"])
+    expect(walked.code).toBe(0)
+    const last = json(walked.stdout).folds.at(-1)
+    expect(walked.stderr).toMatch(/recorded fold 3's out-of-sample figures for .* as backtest run #1 in /)
+
+    const promoted = await run(["promote", "btc-sma-oos", "--to", "paper", "--config", config, "--db", evidence, "--json"])
+    expect(promoted.code).toBe(0)
+    const record = json(promoted.stdout)
+    const oosCheck = record.evidence.checks.find((c: any) => c.gate === "backtest.outOfSample")
+    expect(oosCheck).toMatchObject({ passed: true, actual: `out-of-sample:synthetic:7:1800@${new Date(last.test.fromMs).toISOString()}/${new Date(last.test.toMs).toISOString()}` })
+    // The figures judged are the test window's, not the whole data's.
+    expect(record.evidence.checks.find((c: any) => c.gate === "backtest.minTrades").actual).toBe(String(last.outOfSample.metrics.trades))
+
+    // A newer backtest on all the data (the params' own training data included) is not out-of-sample evidence.
+    expect((await run(["backtest", "--config", config, "--instance", "btc-sma-oos", "--synthetic", "7:1800", "--db", evidence])).code).toBe(0)
+    const later = await run(["promote", "btc-sma-oos", "--to", "paper", "--config", config, "--db", evidence])
+    expect(later.code).toBe(1)
+    expect(later.stderr).toContain("backtest.outOfSample: required the out-of-sample window of a walk-forward optimisation (svcbot optimize --walk-forward ... --evidence), evidence synthetic:7:1800")
+  }, 240_000)
+
   it("refuses a space file with every problem, its path and its fix", async () => {
     const bad = join(dir, "bad.json")
     writeFileSync(bad, JSON.stringify({ params: { fastPeriod: { min: 3, max: 9 } }, rankBy: "luck" }))

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import type { Metrics } from "../../src/backtest/Metrics.js"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { parse } from "../../src/domain/Json.js"
-import { decodeGates, defaultGates, type PromotionGates } from "../../src/promotion/Gates.js"
+import { decodeGates, defaultGates, outOfSampleSource, type PromotionGates } from "../../src/promotion/Gates.js"
 import { canonicalParams, paramsHash, sourceHashOfFile } from "../../src/domain/Hash.js"
 import { paperWriter, startPaperRun } from "../../src/promotion/PaperStore.js"
 import { identityOf, liveStatus, type PaperReplay, promote, type PromotionRefused } from "../../src/promotion/Promotion.js"
@@ -144,6 +144,17 @@ describe("promotion to paper checks the newest backtest of the exact source and 
     expect(Either.isRight(attempt("paper", params, lenient))).toBe(true)
   })
 
+  it("with outOfSample, counts only a walk-forward's out-of-sample window, which is still judged as market data or synthetic", () => {
+    const strict = Either.getOrThrow(decodeGates({ backtest: { outOfSample: true } }))
+    backtest(good())
+    expect(refusal("paper", params, strict).failed.map((c) => [c.gate, c.actual])).toEqual([["backtest.outOfSample", "csv:btc-1m.csv"]])
+    const window = { fromMs: Date.UTC(2024, 0, 1), toMs: Date.UTC(2024, 1, 1) }
+    backtest(good(), { dataSource: outOfSampleSource("csv:btc-1m.csv", window) })
+    expect(Either.isRight(attempt("paper", params, strict))).toBe(true)
+    backtest(good(), { dataSource: outOfSampleSource("synthetic:42:43200", window) })
+    expect(refusal("paper", params, strict).failed.map((c) => c.gate)).toEqual(["backtest.marketData"])
+  })
+
   it("refuses each failed gate by name, with the required and measured values", () => {
     backtest(metrics({ trades: 12, maxDrawdownPct: 12, sharpe: 1.6 }))
     const error = refusal("paper")
@@ -268,10 +279,10 @@ describe("promotion to live needs a paper promotion and paper evidence recorded 
 describe("gates and hashes", () => {
   it("defaults every gate and names a bad one", () => {
     expect(defaultGates).toEqual({
-      backtest: { minTrades: 30, maxDrawdownPct: 20, minSharpe: 1, minDays: 30, allowSynthetic: false },
+      backtest: { minTrades: 30, maxDrawdownPct: 20, minSharpe: 1, minDays: 30, allowSynthetic: false, outOfSample: false },
       paper: { minDays: 7, maxTrackingErrorPct: 2, maxFillMismatches: 0, latencyToleranceMs: 1000 }
     })
-    expect(Either.getOrThrow(decodeGates({ backtest: { minTrades: 5 } })).backtest).toEqual({ minTrades: 5, maxDrawdownPct: 20, minSharpe: 1, minDays: 30, allowSynthetic: false })
+    expect(Either.getOrThrow(decodeGates({ backtest: { minTrades: 5 } })).backtest).toEqual({ minTrades: 5, maxDrawdownPct: 20, minSharpe: 1, minDays: 30, allowSynthetic: false, outOfSample: false })
     const bad = decodeGates({ backtest: { minTrades: -1 }, paper: { minDayz: 3 } })
     expect(Either.isLeft(bad) && bad.left).toMatch(/minTrades[\s\S]*whole number of trades[\s\S]*minDayz/)
   })
