@@ -124,6 +124,13 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     const byVictim = stored.filter((r) => r.worker === addressOf(victim)).map((r) => r.job_key)
     for (const line of done(victim)) expect(byVictim).toContain(line.jobKey)
 
+    // The run is kept in the cluster's Postgres: --show reads it back from there.
+    const page = join(dir, "cluster-run.html")
+    const shown = svcbot(["optimize", "--show", String(cluster.runId), "--cluster", pg.url, "--html", page, "--json"])
+    expect(await shown.exit).toBe(0)
+    expect(jsonOf(shown).ranked).toEqual(cluster.ranked)
+    expect(readFileSync(page, "utf8")).toContain("sharpe over fastPeriod (across) and slowPeriod (up)")
+
     // The killed worker did some and left the rest to the others.
     expect(doneByVictim).toBeGreaterThan(0)
     expect(byVictim.length).toBeLessThan(cluster.trials)
