@@ -51,7 +51,6 @@
  * `placements`, so fills compare intent by intent (`Parity.ts`).
  */
 import { Data, Either } from "effect"
-import cron from "node-cron"
 import { compare, Decimal, toFloat, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import type { OrderKind } from "../svc/Dialect.js"
@@ -70,6 +69,7 @@ import {
   type HandlerResult
 } from "../strategy/Strategy.js"
 import { type Candle, type Fees, MatchingEngine, type OrderView, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
+import { CronSchedule } from "./CronSchedule.js"
 import { type Metrics, MetricsRecorder, plus, type RunFill } from "./Metrics.js"
 
 export interface BacktestSetup<P = unknown, S = unknown> {
@@ -876,11 +876,11 @@ class Run<P, S> {
   }
 }
 
-const scheduleMatcher = (expression: string | undefined): ((minuteMs: number) => boolean) | undefined => {
+const cronSchedule = (expression: string | undefined): CronSchedule | undefined => {
   if (expression === undefined) return undefined
-  if (!cron.validate(expression)) throw new BacktestSetupInvalid({ message: `schedule "${expression}" is not a valid cron expression` })
-  const task = cron.createTask(expression, () => undefined, { timezone: "UTC" })
-  return (minuteMs) => task.match(new Date(minuteMs))
+  const schedule = CronSchedule.of(expression)
+  if (schedule === undefined) throw new BacktestSetupInvalid({ message: `schedule "${expression}" is not a valid cron expression` })
+  return schedule
 }
 
 const checkSetup = (setup: BacktestSetup<any, any>): void => {
@@ -932,7 +932,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     const candles = setup.candles
     const first = candles[0]!
     const intervalMs = setup.intervalMs
-    const matches = scheduleMatcher(setup.schedule)
+    const schedule = cronSchedule(setup.schedule)
     const run = new Run(setup, first.open, first.openTimeMs)
     const noTimers: ReadonlyArray<number> = []
     const tape = setup.tape
@@ -943,11 +943,12 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
     for (let i = 0; i < candles.length; i++) {
       const candle = candles[i]!
       let timers = noTimers
-      if (matches !== undefined) {
+      if (schedule !== undefined) {
         const closeMs = candle.openTimeMs + intervalMs
-        const due: Array<number> = []
-        for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (matches(minute)) due.push(minute)
-        timers = due
+        // Most candles fire nothing: an array only for those that do.
+        let due: Array<number> | undefined
+        for (let minute = candle.openTimeMs + MINUTE_MS; minute <= closeMs; minute += MINUTE_MS) if (schedule.matches(minute)) (due ??= []).push(minute)
+        if (due !== undefined) timers = due
       }
       if (tape === undefined) run.candle(candle, timers)
       else run.replayCandle(tape, candle, candle.openTimeMs + intervalMs, timers)
