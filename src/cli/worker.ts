@@ -38,6 +38,9 @@ export const workerCommand = Command.make("worker", options, (flags) =>
       return yield* Effect.fail(usageError(`--cluster takes the cluster's Postgres URL, e.g. postgres://svcbot@db:5432/svcbot; got "${flags.cluster.slice(0, 40)}"`))
     }
     if (flags.port < 1 || flags.port > 65535) return yield* Effect.fail(usageError(`--port must be from 1 to 65535; got ${flags.port}`))
+    // node-postgres warns once, on stderr and outside the JSON log, about queries @effect/sql-pg
+    // queues on one connection; a worker's stderr is its log, so that notice is left out.
+    process.noDeprecation = true
     yield* logEvent("worker.started", { cluster: maskedUrl(flags.cluster), address: `${flags.host}:${flags.port}`, cache: flags.cache })
     yield* Layer.launch(workerLayer({ url: flags.cluster, host: flags.host, port: flags.port, cacheDir: flags.cache })).pipe(
       Effect.catchAll((error) => Effect.fail(new CliError({ message: `worker ${flags.host}:${flags.port} stopped: ${errorText(error)}`, exitCode: 1 })))

@@ -91,6 +91,7 @@ export const EventCatalog = define({
   "paper.tape-gap": { level: "warn", meaning: "the venue no longer had some price steps of a paper run when they were read; the run's replay misses them" },
 
   // optimisation on a cluster
+  "library.log": { level: "info", meaning: "a line of a library svcbot runs on (the cluster's runner: listening, shard assignment, a lost connection), at the library's own level; its text in message" },
   "worker.started": { level: "info", meaning: "a svcbot worker joined an optimisation cluster; carries its address and the cluster's masked URL" },
   "optimize.study-loaded": { level: "info", meaning: "a worker prepared a study (strategy and dataset, fetched once by content hash) for the trials that follow" },
   "optimize.trial-done": { level: "info", meaning: "a worker ran one optimisation trial and stored its result; carries the run id and job key" },

@@ -128,8 +128,10 @@ export interface LogLine {
 /**
  * Reads one log line from what an Effect Logger is given. Annotations set around the
  * call (`Effect.annotateLogs`) come first and the event's own fields win over them,
- * as when `logEvent` annotated its fields; a message of several parts (`Effect.log`
- * called directly) is named by its first part and carries the rest as `detail`.
+ * as when `logEvent` annotated its fields. svcbot writes only catalog events; any other
+ * message comes from a library it runs on (the cluster's runner, for one) and is the
+ * catalog's `library.log`, its text as `message` and any further parts as `detail`, so
+ * every line's `event` stays a name dashboards know.
  */
 export const lineOf = (message: unknown, annotations: HashMap.HashMap<string, unknown>): LogLine => {
   const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
@@ -139,7 +141,9 @@ export const lineOf = (message: unknown, annotations: HashMap.HashMap<string, un
   for (const [key, value] of HashMap.toEntries(annotations)) fields[key] = value
   if (first instanceof EventLine) Object.assign(fields, first.fields)
   if (parts.length > 1) fields.detail = parts.length === 2 ? parts[1] : parts.slice(1)
-  return { event: first instanceof EventLine ? first.event : typeof first === "string" ? first : String(first), fields }
+  if (first instanceof EventLine) return { event: first.event, fields }
+  fields.message = typeof first === "string" ? first : String(first)
+  return { event: "library.log", fields }
 }
 
 /** An Effect Logger writing through `target`: one JSON line per log line, its event as the message. */

@@ -110,9 +110,10 @@ describe("logger", () => {
     expect(debug.lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toMatchObject([{ event: "order.submitted", level: "debug", clientOrderId: "c1" }])
   })
 
-  it("reads a plain Effect.log line as its first part, the rest as detail, with its annotations", () => {
-    const line = Log.lineOf(["custom.thing", 42], HashMap.make(["requestId", "r-1"]))
-    expect(line).toEqual({ event: "custom.thing", fields: { requestId: "r-1", detail: 42 } })
+  it("reads a library's plain Effect.log line as library.log: its text as message, the rest as detail, with its annotations", () => {
+    const line = Log.lineOf(["Listening on: 127.0.0.1:34431", 42], HashMap.make(["package", "@effect/cluster"]))
+    expect(line).toEqual({ event: "library.log", fields: { package: "@effect/cluster", message: "Listening on: 127.0.0.1:34431", detail: 42 } })
+    expect(EventCatalog[line.event as keyof typeof EventCatalog]).toBeDefined()
   })
 
   it("every catalog event has a level and a meaning", () => {
