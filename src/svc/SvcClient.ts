@@ -13,7 +13,8 @@
  *
  * Retry policy:
  * - API_KEY_TIMESTAMP_INVALID: learn the clock offset from `server_time_ms`, retry
- *   once with a fresh timestamp and signature (any method: the request was refused).
+ *   with a fresh timestamp and signature (any method: the request was refused); a
+ *   second refusal corrects once more only if the server's clock stepped meanwhile.
  * - GETs and cancels retry on 5xx and network errors with capped jittered backoff;
  *   every attempt is signed anew, since a resent non-GET signature is a replay.
  * - A placement is never retried once it may have reached the server (timeout,
@@ -171,6 +172,9 @@ type Attempt<A> =
   | { readonly _tag: "Lost"; readonly reason: "timeout" | "connection"; readonly neverSent: boolean; readonly detail: string; readonly sentAtMs: number }
 
 /** Error codes of a connection that was never opened: nothing reached the server. */
+/** A clock that steps while a corrected retry is in flight is followed once more, never further. */
+const MAX_CLOCK_CORRECTIONS = 2
+
 const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
 
 const retryAfterSeconds = (text: string | undefined): number | undefined => {
@@ -494,7 +498,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const retryPolicy = <A>(call: Call<A>, wire: Wire, first: Attempt<A>): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
         Effect.gen(function* () {
           const retriable = call.method === "GET" || call.kind === "cancel"
-          let clockCorrected = false
+          let clockCorrections = 0
           let retries = 0
           for (let outcome = first; ; outcome = yield* attempt(call, wire)) {
             if (outcome._tag === "Decoded") return outcome.value
@@ -511,10 +515,17 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
               return yield* Effect.fail(unreadable)
             } else {
               failure = outcome.error
-              if (failure._tag === "ApiKeyTimestampInvalid" && failure.serverTimeMs !== null && !clockCorrected) {
-                clockCorrected = true
-                yield* clock.learn(failure.serverTimeMs, outcome.sentAtLocalMs, outcome.receivedAtLocalMs, failure.reason)
-                continue
+              if (failure._tag === "ApiKeyTimestampInvalid" && failure.serverTimeMs !== null && clockCorrections < MAX_CLOCK_CORRECTIONS) {
+                // The first refusal always corrects. A later one corrects again only when the server's clock moved
+                // by more than this round trip can explain (it stepped while the corrected retry was in flight);
+                // otherwise the window is too tight for this link, and another retry would be refused the same way.
+                const estimateMs = failure.serverTimeMs - (outcome.sentAtLocalMs + outcome.receivedAtLocalMs) / 2
+                const moved = Math.abs(estimateMs - (yield* clock.offsetMs)) > outcome.receivedAtLocalMs - outcome.sentAtLocalMs
+                if (clockCorrections === 0 || moved) {
+                  clockCorrections += 1
+                  yield* clock.learn(failure.serverTimeMs, outcome.sentAtLocalMs, outcome.receivedAtLocalMs, failure.reason)
+                  continue
+                }
               }
               if (failure._tag === "ServerUnavailable" && call.kind === "placement") {
                 return yield* Effect.fail(unknownPlacement(call, "server-error", `HTTP ${failure.status}`, outcome.sentAtMs))

@@ -363,6 +363,33 @@ describe("SvcClient: clock correction", () => {
       }
     })
   }
+
+  it("corrects again when the server's clock steps while the corrected retry is in flight, and only then", async () => {
+    // Each request waits a second at the venue before it is checked, so the clock can be
+    // stepped from +9 s to -7 s after the first refusal came back and before the retry is read.
+    const s = await setup({ faults: { clockSkewMs: 9_000, latencyMs: 1_000 } })
+    try {
+      const corrections = events("clock.corrected").length
+      const stepped = (async () => {
+        // The proxy records a request as it arrives: the second is the corrected retry, now waiting at the venue.
+        while (s.proxy.seen.length < 2) await new Promise((resolve) => setTimeout(resolve, 5))
+        await s.venue.admin("POST", "/_venue/faults", { clockSkewMs: -7_000, latencyMs: 1_000 })
+      })()
+      const offset = await s.run(
+        Effect.gen(function* () {
+          const c = yield* client
+          yield* c.spotWallet()
+          return yield* c.clockOffsetMs
+        })
+      )
+      await stepped
+      expect(s.proxy.seen.map((seen) => seen.status)).toEqual([401, 401, 200])
+      expect(Math.abs(offset + 7_000)).toBeLessThan(1_500)
+      expect(events("clock.corrected").length).toBe(corrections + 2)
+    } finally {
+      await s.close()
+    }
+  })
 })
 
 describe("SvcClient: placements", () => {
