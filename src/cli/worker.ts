@@ -27,7 +27,7 @@ const defaultHost = (): string => {
 
 const options = {
   cluster: Options.text("cluster").pipe(Options.withPseudoName("URL"), Options.withDescription("the cluster's Postgres, e.g. postgres://svcbot@db:5432/svcbot (the same URL as the optimize run's --cluster)")),
-  host: Options.text("host").pipe(Options.withPseudoName("HOST"), Options.withDefault(defaultHost()), Options.withDescription("the name or address other workers and optimize runs reach this worker at (default: this machine's first external IPv4 address)")),
+  host: Options.text("host").pipe(Options.withPseudoName("HOST"), Options.withDefault(defaultHost()), Options.withDescription("the name or address other workers and optimize runs reach this worker at; without it, this machine's first external IPv4 address")),
   port: Options.integer("port").pipe(Options.withPseudoName("N"), Options.withDefault(DEFAULT_PORT), Options.withDescription("the port this worker listens on for the cluster's messages")),
   cache: Options.text("cache").pipe(Options.withPseudoName("DIR"), Options.withDefault(join(tmpdir(), "svcbot-datasets")), Options.withDescription("where datasets fetched from the cluster are kept, one CSV per content hash"))
 }
