@@ -14,8 +14,7 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import type { MetricsJson } from "./Objective.js"
-import type { RunHeader, StoredResult, StoredRun } from "./Results.js"
+import { RUN_COLUMNS, type ResultRow, type RunHeader, type RunRow, storedResultOf, storedRunOf } from "./Results.js"
 import type { Trial, TrialResult } from "./Trial.js"
 
 /** One lock id for the schema's creation: workers and clients starting together must not race on CREATE TABLE. */
@@ -26,17 +25,7 @@ export const ensureSchema: Effect.Effect<void, SqlError, SqlClient.SqlClient> = 
   yield* sql.withTransaction(
     Effect.gen(function* () {
       yield* sql`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`
-      yield* sql`CREATE TABLE IF NOT EXISTS optimize_runs (
-        run_id BIGSERIAL PRIMARY KEY,
-        created_at_ms BIGINT NOT NULL,
-        strategy TEXT NOT NULL,
-        source_hash TEXT NOT NULL,
-        data TEXT NOT NULL,
-        data_hash TEXT NOT NULL,
-        symbol TEXT NOT NULL,
-        settings TEXT NOT NULL,
-        outcome TEXT
-      )`
+      yield* sql.unsafe(`CREATE TABLE IF NOT EXISTS optimize_runs (run_id BIGSERIAL PRIMARY KEY,${RUN_COLUMNS})`)
       yield* sql`CREATE TABLE IF NOT EXISTS optimize_results (
         job_key TEXT PRIMARY KEY,
         params TEXT NOT NULL,
@@ -61,27 +50,8 @@ export const ensureSchema: Effect.Effect<void, SqlError, SqlClient.SqlClient> = 
   )
 })
 
-interface ResultRow {
-  readonly job_key: string
-  readonly params: string
-  readonly from_ms: string | number
-  readonly to_ms: string | number
-  readonly metrics: string | null
-  readonly error: string | null
-}
-
-const storedOf = (row: ResultRow): StoredResult => ({
-  key: row.job_key,
-  params: row.params,
-  // BIGINT arrives as text from node-postgres; epoch milliseconds are safe integers.
-  fromMs: Number(row.from_ms),
-  toMs: Number(row.to_ms),
-  ...(row.metrics === null ? {} : { metrics: JSON.parse(row.metrics) as MetricsJson }),
-  ...(row.error === null ? {} : { error: row.error })
-})
-
 const resultOf = (row: ResultRow): TrialResult => {
-  const { params: _params, fromMs: _from, toMs: _to, ...result } = storedOf(row)
+  const { params: _params, fromMs: _from, toMs: _to, ...result } = storedResultOf(row)
   return result
 }
 
@@ -131,26 +101,8 @@ export const finishRun = (runId: number, outcome: unknown) =>
 export const storedRun = (runId: number) =>
   Effect.flatMap(
     SqlClient.SqlClient,
-    (sql) => sql<{ run_id: string; created_at_ms: string; strategy: string; source_hash: string; data: string; data_hash: string; symbol: string; settings: string; outcome: string | null }>`
-      SELECT * FROM optimize_runs WHERE run_id = ${runId}`
-  ).pipe(
-    Effect.map((rows): StoredRun | undefined => {
-      const row = rows[0]
-      return row === undefined
-        ? undefined
-        : {
-            runId: Number(row.run_id),
-            createdAtMs: Number(row.created_at_ms),
-            strategy: row.strategy,
-            sourceHash: row.source_hash,
-            data: row.data,
-            dataHash: row.data_hash,
-            symbol: row.symbol,
-            settings: JSON.parse(row.settings) as unknown,
-            outcome: row.outcome === null ? undefined : (JSON.parse(row.outcome) as unknown)
-          }
-    })
-  )
+    (sql) => sql<RunRow>`SELECT * FROM optimize_runs WHERE run_id = ${runId}`
+  ).pipe(Effect.map((rows) => (rows[0] === undefined ? undefined : storedRunOf(rows[0]))))
 
 export const runIds = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ run_id: string }>`SELECT run_id FROM optimize_runs ORDER BY run_id DESC`).pipe(
   Effect.map((rows) => rows.map((r) => Number(r.run_id)))
@@ -161,7 +113,7 @@ export const runResults = (runId: number) =>
     SqlClient.SqlClient,
     (sql) => sql<ResultRow>`SELECT r.* FROM optimize_results r JOIN optimize_run_trials t ON t.job_key = r.job_key
       WHERE t.run_id = ${runId} ORDER BY r.from_ms, r.to_ms, r.params`
-  ).pipe(Effect.map((rows) => rows.map(storedOf)))
+  ).pipe(Effect.map((rows) => rows.map(storedResultOf)))
 
 /** Links a run to the trials it asked for (their results are written by the workers). */
 export const linkTrials = (runId: number, keys: ReadonlyArray<string>) =>

@@ -15,17 +15,20 @@ export class ResultsUnavailable extends Data.TaggedError("ResultsUnavailable")<{
 
 const SCHEMA_VERSION = 1
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS optimize_runs (
-  run_id INTEGER PRIMARY KEY AUTOINCREMENT,
-  created_at_ms INTEGER NOT NULL,
+/** A run's columns after its id, the same in this file and on the cluster's Postgres (BIGINT is an integer to SQLite too). */
+export const RUN_COLUMNS = `
+  created_at_ms BIGINT NOT NULL,
   strategy TEXT NOT NULL,
   source_hash TEXT NOT NULL,
   data TEXT NOT NULL,
   data_hash TEXT NOT NULL,
   symbol TEXT NOT NULL,
   settings TEXT NOT NULL,
-  outcome TEXT
+  outcome TEXT`
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS optimize_runs (
+  run_id INTEGER PRIMARY KEY AUTOINCREMENT,${RUN_COLUMNS}
 );
 CREATE TABLE IF NOT EXISTS optimize_results (
   run_id INTEGER NOT NULL REFERENCES optimize_runs(run_id),
@@ -66,20 +69,45 @@ export interface StoredResult {
   readonly error?: string
 }
 
-interface ResultRow {
+/** Rows as either store returns them: node-postgres gives BIGINT as text, so numbers go through Number (epoch milliseconds and ids are safe integers). */
+export interface ResultRow {
   readonly job_key: string
   readonly params: string
-  readonly from_ms: number
-  readonly to_ms: number
+  readonly from_ms: number | string
+  readonly to_ms: number | string
   readonly metrics: string | null
   readonly error: string | null
 }
 
-const resultOf = (row: ResultRow): StoredResult => ({
+export interface RunRow {
+  readonly run_id: number | string
+  readonly created_at_ms: number | string
+  readonly strategy: string
+  readonly source_hash: string
+  readonly data: string
+  readonly data_hash: string
+  readonly symbol: string
+  readonly settings: string
+  readonly outcome: string | null
+}
+
+export const storedRunOf = (row: RunRow): StoredRun => ({
+  runId: Number(row.run_id),
+  createdAtMs: Number(row.created_at_ms),
+  strategy: row.strategy,
+  sourceHash: row.source_hash,
+  data: row.data,
+  dataHash: row.data_hash,
+  symbol: row.symbol,
+  settings: JSON.parse(row.settings) as unknown,
+  outcome: row.outcome === null ? undefined : (JSON.parse(row.outcome) as unknown)
+})
+
+export const storedResultOf = (row: ResultRow): StoredResult => ({
   key: row.job_key,
   params: row.params,
-  fromMs: row.from_ms,
-  toMs: row.to_ms,
+  fromMs: Number(row.from_ms),
+  toMs: Number(row.to_ms),
   ...(row.metrics === null ? {} : { metrics: JSON.parse(row.metrics) as MetricsJson }),
   ...(row.error === null ? {} : { error: row.error })
 })
@@ -146,22 +174,8 @@ export class ResultsStore implements ResultsBackend {
   }
 
   run = (runId: number): StoredRun | undefined => {
-    const row = this.db.prepare("SELECT * FROM optimize_runs WHERE run_id = ?").get(runId) as
-      | { run_id: number; created_at_ms: number; strategy: string; source_hash: string; data: string; data_hash: string; symbol: string; settings: string; outcome: string | null }
-      | undefined
-    return row === undefined
-      ? undefined
-      : {
-          runId: row.run_id,
-          createdAtMs: row.created_at_ms,
-          strategy: row.strategy,
-          sourceHash: row.source_hash,
-          data: row.data,
-          dataHash: row.data_hash,
-          symbol: row.symbol,
-          settings: JSON.parse(row.settings) as unknown,
-          outcome: row.outcome === null ? undefined : (JSON.parse(row.outcome) as unknown)
-        }
+    const row = this.db.prepare("SELECT * FROM optimize_runs WHERE run_id = ?").get(runId) as RunRow | undefined
+    return row === undefined ? undefined : storedRunOf(row)
   }
 
   /** The newest runs first, for a listing. */
@@ -172,12 +186,12 @@ export class ResultsStore implements ResultsBackend {
   result = (runId: number, key: string): TrialResult | undefined => {
     const row = this.db.prepare("SELECT * FROM optimize_results WHERE run_id = ? AND job_key = ?").get(runId, key) as ResultRow | undefined
     if (row === undefined) return undefined
-    const { params: _params, fromMs: _from, toMs: _to, ...result } = resultOf(row)
+    const { params: _params, fromMs: _from, toMs: _to, ...result } = storedResultOf(row)
     return result
   }
 
   results = (runId: number): ReadonlyArray<StoredResult> => {
-    return (this.db.prepare("SELECT * FROM optimize_results WHERE run_id = ? ORDER BY from_ms, to_ms, params").all(runId) as Array<ResultRow>).map(resultOf)
+    return (this.db.prepare("SELECT * FROM optimize_results WHERE run_id = ? ORDER BY from_ms, to_ms, params").all(runId) as Array<ResultRow>).map(storedResultOf)
   }
 
   /** Writes each trial's result once, in one transaction: a key already stored for the run keeps its first result. */
