@@ -5,7 +5,7 @@
  * Public reads need no API key. Progress goes to stderr, the summary to stdout.
  */
 import { Command, Options } from "@effect/cli"
-import { Clock, Console, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Clock, Console, Effect, Either, Option, Redacted } from "effect"
 import { CandleFileInvalid, openCandleFile } from "../data/CandleFile.js"
 import { intervalMs, nextOpenTime } from "../data/Interval.js"
 import {
