@@ -70,6 +70,7 @@ export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
     let published = 0
     // The number is taken and the event published in one step, so numbers arrive in order.
     const publish = (event: (seq: number) => EngineEvent) => Effect.suspend(() => PubSub.publish(events, event(++published))).pipe(Effect.asVoid)
+    const orderUpdate = (row: OrderRow, at: number): EngineEvent => ({ _tag: "OrderUpdate", seq: ++published, update: toUpdate(row, at) })
     // One pending trigger is enough: a sync reads everything new since the last one.
     const fillSyncTrigger = yield* Queue.sliding<void>(1)
     const trackerWake = yield* Queue.sliding<void>(1)
@@ -78,7 +79,12 @@ export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
     const subscribe = (): Effect.Effect<Stream.Stream<EngineEvent>, never, Scope.Scope> =>
       PubSub.subscribe(events).pipe(Effect.map((dequeue) => Stream.fromQueue(dequeue)))
     return {
-      publishOrder: (row: OrderRow, at: number) => publish((seq) => ({ _tag: "OrderUpdate", seq, update: toUpdate(row, at) })),
+      /**
+       * The changes of a batch (a submit, a marked group, the answers of a timer turn) in one
+       * publish: a subscriber wakes once and takes them as one chunk instead of one by one.
+       */
+      publishOrders: (rows: ReadonlyArray<OrderRow>, at: number) =>
+        rows.length === 0 ? Effect.void : Effect.suspend(() => PubSub.publishAll(events, rows.map((row) => orderUpdate(row, at)))).pipe(Effect.asVoid),
       publishFill: (update: FillUpdate) => publish((seq) => ({ _tag: "Fill", seq, update })),
       subscribe,
       /** How many events have been published so far: a subscriber that has handled this many is caught up. */

@@ -179,31 +179,42 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     const killSwitchDay = yield* Ref.make(new Map<string, number>())
 
     /**
-     * Logs a state change and tells subscribers. `fillsSynced`: whoever moved the order synced
-     * the fills it reports already; otherwise a finished order with fills has them synced now.
+     * Logs the state changes of a batch (one commit's) and tells subscribers in one publish.
+     * `fillsSynced`: whoever moved the orders synced the fills they report already; otherwise
+     * finished orders with fills have them synced now.
      */
-    const announce = (row: OrderRow, now: number, detail: string | undefined, fillsSynced: boolean) =>
-      Effect.gen(function* () {
-        const name = STATE_EVENTS[row.state]
-        if (name !== undefined) {
-          yield* logWhenEnabled(name, () => ({
-            strategy: row.strategyId,
-            tag: row.tag,
-            intentId: row.intentId,
-            clientOrderId: row.clientOrderId,
-            state: row.state,
-            symbol: row.symbol,
-            side: row.side,
-            type: row.type,
-            filledBaseQty: row.filledBaseQty.toFixed(),
-            ...(row.code === null ? {} : { code: row.code }),
-            ...(row.state === "not_placed" ? { outcome: "not_placed" } : {}),
-            ...(detail === undefined ? {} : { detail })
-          }))
+    const announce = (rows: ReadonlyArray<OrderRow>, details: ReadonlyArray<string | undefined>, now: number, fillsSynced: boolean): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const lines: Array<Effect.Effect<void>> = []
+        let syncFills = false
+        for (const [i, row] of rows.entries()) {
+          const name = STATE_EVENTS[row.state]
+          const detail = details[i]
+          if (name !== undefined) {
+            lines.push(
+              logWhenEnabled(name, () => ({
+                strategy: row.strategyId,
+                tag: row.tag,
+                intentId: row.intentId,
+                clientOrderId: row.clientOrderId,
+                state: row.state,
+                symbol: row.symbol,
+                side: row.side,
+                type: row.type,
+                filledBaseQty: row.filledBaseQty.toFixed(),
+                ...(row.code === null ? {} : { code: row.code }),
+                ...(row.state === "not_placed" ? { outcome: "not_placed" } : {}),
+                ...(detail === undefined ? {} : { detail })
+              }))
+            )
+          }
+          if (isTerminal(row.state)) cancelsSent.delete(row.orderId)
+          if (!fillsSynced && (row.state === "fill" || (isTerminal(row.state) && row.filledBaseQty.gt(0)))) syncFills = true
         }
-        if (isTerminal(row.state)) cancelsSent.delete(row.orderId)
-        yield* bus.publishOrder(row, now)
-        if (!fillsSynced && (row.state === "fill" || (isTerminal(row.state) && row.filledBaseQty.gt(0)))) yield* bus.triggerFillSync
+        return Effect.all(lines, { discard: true }).pipe(
+          Effect.zipRight(bus.publishOrders(rows, now)),
+          Effect.zipRight(syncFills ? bus.triggerFillSync : Effect.void)
+        )
       })
 
     /** What a move that the state machine refused means: nothing, when the outcome was reached already. */
@@ -222,6 +233,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const now = yield* Clock.currentTimeMillis
         const outcomes = yield* journal.transitionMany(moves, now)
         const rows: Array<OrderRow | undefined> = []
+        const moved: Array<OrderRow> = []
+        const details: Array<string | undefined> = []
         for (const [i, m] of moves.entries()) {
           const outcome = outcomes[i]!
           if (outcome._tag === "Left") {
@@ -229,10 +242,11 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             rows.push(undefined)
             continue
           }
-          const row = outcome.right
-          yield* announce(row, now, m.detail, options.fillsSynced === true)
-          rows.push(row)
+          rows.push(outcome.right)
+          moved.push(outcome.right)
+          details.push(m.detail)
         }
+        yield* announce(moved, details, now, options.fillsSynced === true)
         return rows
       })
 
@@ -340,13 +354,13 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           const outcome = moved[i]!
           if (outcome._tag === "Right") {
             marked.push(outcome.right)
-            yield* announce(outcome.right, now, undefined, false)
           } else {
             markedWaiting -= 1
             sendsDone(1)
             yield* refusedMove(orderId, outcome.left, undefined)
           }
         }
+        yield* announce(marked, [], now, false)
         // Only now may any of them be sent.
         yield* Queue.offerAll(readyToSend, marked)
         // No sender will take the ones refused: room for the next group is made here.
@@ -556,7 +570,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       return { _tag: "Cancel", result: { _tag: "Approved", intentId, tag, orderId: order.orderId }, marked: j.update(order.orderId, { cancelRequested: true }, now) }
     }
 
-    /** Logs and publishes what a committed batch decided, and sends its cancels; its placements are queued by the caller. */
+    /** Logs what a committed batch decided and sends its cancels; its placements are published and queued by the caller. */
     const carryOut = (strategyId: string, decision: Decision, now: number): Effect.Effect<SubmitResult> =>
       Effect.gen(function* () {
         switch (decision._tag) {
@@ -571,7 +585,6 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
               type: order.type,
               notional: decision.notional.toFixed()
             })
-            yield* bus.publishOrder(order, now)
             return { _tag: "Approved", intentId: order.intentId!, tag: order.tag!, orderId: order.orderId }
           }
           case "RiskRefused": {
@@ -607,7 +620,9 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           const inputs = placements.length === 0 ? undefined : yield* riskInputs(strategyId, placements, now)
           const decisions = yield* journal.batch((j) => decide(j, strategyId, intents, outboxIds, inputs, now))
           const results = yield* Effect.forEach(decisions, (decision) => carryOut(strategyId, decision, now))
-          yield* enqueue(decisions.flatMap((decision) => (decision._tag === "Placed" ? [decision.order] : [])))
+          const placed = decisions.flatMap((decision) => (decision._tag === "Placed" ? [decision.order] : []))
+          yield* bus.publishOrders(placed, now)
+          yield* enqueue(placed)
           return results
         }),
       /** Sends an order journaled in state `intent` (used by the startup reconcile for intents a crash left unsent). */
