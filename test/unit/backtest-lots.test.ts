@@ -1,0 +1,58 @@
+/**
+ * The shortcuts of the metrics' exact arithmetic (Metrics.ts) must give the very decimals
+ * decimal.js's own operations give: `proRata` divides by a lot's quantity shifted to a one-limb
+ * integer, and `plus` skips the copy when adding zero changes nothing. Amounts of every size up
+ * to the 64 digits of a division, and past them (a decimal parsed from a longer string), are drawn.
+ */
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import { plus, proRata } from "../../src/backtest/Metrics.js"
+import { Decimal, ZERO } from "../../src/domain/Decimal.js"
+
+/** A positive decimal of up to `digits` significant digits, its point anywhere from `minScale` to `maxScale` places. */
+const decimal = (digits: number, minScale: number, maxScale: number) =>
+  fc
+    .tuple(fc.bigInt({ min: 1n, max: 10n ** BigInt(digits) - 1n }), fc.integer({ min: minScale, max: maxScale }))
+    .map(([units, scale]) => new Decimal(`${units}e${-scale}`))
+
+/** What a lot costs: a fill's quote amount, or what is left of one after a division (all 64 digits). */
+const cost = fc.oneof(decimal(12, 0, 8), decimal(12, 0, 8).map((c) => c.mul(7).div(3)))
+
+/** A lot's quantity: few digits (a fill less its fee) or more than one limb holds. */
+const quantity = fc.oneof(decimal(7, -3, 12), decimal(12, 0, 16))
+
+describe("proRata", () => {
+  it("is amount × part / whole as decimal.js works it out, digit for digit", () => {
+    fc.assert(
+      fc.property(cost, quantity, quantity, (amount, part, whole) => {
+        const expected = amount.mul(part).div(whole)
+        const got = proRata(amount, part, whole)
+        expect(got.toFixed()).toBe(expected.toFixed())
+      }),
+      { numRuns: 5000 }
+    )
+  })
+
+  it("gives a backtest's partial lot its 64-digit share", () => {
+    const taken = proRata(new Decimal("999.8835006"), new Decimal("0.01651"), new Decimal("0.01651347"))
+    expect(taken.toFixed()).toBe("999.6733935935935935935935935935935935935935935935935935935935936")
+  })
+})
+
+describe("plus", () => {
+  it("adding zero answers the amount itself when nothing rounds, and decimal.js's rounded sum otherwise", () => {
+    fc.assert(
+      fc.property(fc.oneof(decimal(20, 0, 10), cost, decimal(70, 0, 40)), (amount) => {
+        const got = plus(amount, ZERO)
+        expect(got.toFixed()).toBe(amount.plus(ZERO).toFixed())
+        if (amount.sd() <= Decimal.precision) expect(got).toBe(amount)
+      }),
+      { numRuns: 3000 }
+    )
+  })
+
+  it("a 70-digit amount is rounded to the precision, as decimal.js rounds it", () => {
+    const long = new Decimal(`1.${"3".repeat(69)}`)
+    expect(plus(long, ZERO).sd()).toBe(Decimal.precision)
+  })
+})
