@@ -53,7 +53,7 @@
 import { Data, Either } from "effect"
 import { compare, Decimal, toFloat, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
-import type { OrderKind } from "../svc/Dialect.js"
+import { type OrderKind, TERMINAL_KINDS } from "../svc/Dialect.js"
 import {
   type Balance,
   type CandleEvent,
@@ -68,7 +68,7 @@ import {
   type Handler,
   type HandlerResult
 } from "../strategy/Strategy.js"
-import { type Candle, type Fees, MatchingEngine, type OrderView, type PairSpec, type PlaceRequest } from "../venue/Matching.js"
+import { type Candle, type Fees, MatchingEngine, type OrderView, type PairSpec, type PlaceRequest, type Retention } from "../venue/Matching.js"
 import { CronSchedule } from "./CronSchedule.js"
 import { type Metrics, MetricsRecorder, plus, type RunFill } from "./Metrics.js"
 
@@ -372,7 +372,13 @@ class Run<P, S> {
     this.timing = setup.timing
     this.symbol = pair.symbol
     this.interval = intervalName(setup.intervalMs)
-    this.engine = new MatchingEngine({ pairs: [pair], fees: setup.fees, settleDelayMs: setup.settleDelayMs, prices: { [pair.symbol]: firstPrice } })
+    this.engine = new MatchingEngine({
+      pairs: [pair],
+      fees: setup.fees,
+      settleDelayMs: setup.settleDelayMs,
+      prices: { [pair.symbol]: firstPrice },
+      retention: engineRetention(setup)
+    })
     this.engine.openAccount(UID)
     for (const [asset, amount] of Object.entries(setup.balances)) this.engine.setBalance(UID, asset, amount)
     this.lastPrices.set(pair.symbol, firstPrice)
@@ -815,6 +821,9 @@ class Run<P, S> {
     const now = this.view.now
     const updates: Array<OrderUpdateEvent> = []
     for (const [tag, order] of this.tracked) {
+      // An ended order changes no more, and the engine may have forgotten it (`engineRetention`)
+      // while a recorded run's strategy had not heard of it yet.
+      if (TERMINAL_KINDS.has(order.kind)) continue
       const progress = this.engine.progress(UID, order.clientOrderId)!
       // Every fill gives the order a new filled quantity, so the same object means no change.
       if (progress.kind === order.kind && (progress.filledBaseQty === order.filledBaseQty || compare(progress.filledBaseQty, order.filledBaseQty) === 0)) continue
@@ -882,6 +891,21 @@ const cronSchedule = (expression: string | undefined): CronSchedule | undefined 
   if (schedule === undefined) throw new BacktestSetupInvalid({ message: `schedule "${expression}" is not a valid cron expression` })
   return schedule
 }
+
+const DAY_MS = 86_400_000
+
+/**
+ * How long the engine keeps ended orders and fills. The run reads every fill and every change of
+ * an order by the close of the candle it happens in (at a recorded step or ticker, sooner), and
+ * never asks about an ended order again, so a day of tape, or two candles or settle delays if
+ * longer, keeps all it reads; what the engine forgets then is garbage before the collector has
+ * to copy it, instead of every order of the run held to its end. Never by count: a moment may
+ * end any number of orders.
+ */
+const engineRetention = (setup: BacktestSetup<any, any>): Retention => ({
+  terminalMs: Math.max(DAY_MS, 2 * setup.intervalMs, 2 * setup.settleDelayMs),
+  terminalCount: Number.MAX_SAFE_INTEGER
+})
 
 const checkSetup = (setup: BacktestSetup<any, any>): void => {
   if (setup.candles.length === 0) throw new BacktestSetupInvalid({ message: "no candles to run on (check --from/--to and the data)" })
