@@ -20,7 +20,10 @@ export const scrub = (line: string): string => {
   return out
 }
 
-/** Field paths pino censors wherever they appear in a log object. */
+/**
+ * Field paths censored wherever they appear in a log object. The logger censors them itself, on a
+ * copy of the fields made only where one of them is present (pino's redact option is not used).
+ */
 export const redactPaths: ReadonlyArray<string> = [
   "secret",
   "apiSecret",
