@@ -13,6 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { dataCommand } from "../../src/cli/data.js"
+import { SETTLED_AFTER_CLOSE_MS } from "../../src/data/MarketData.js"
 import { CliError } from "../../src/cli/errors.js"
 import { killAll, pollUntil, svcbot } from "../support/daemon.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
@@ -68,6 +69,11 @@ describe("svcbot data download", () => {
     expected = await venueRows(venue)
     expect(expected.length).toBe(240)
     fromMs = Number(expected[0]!.split(",")[0])
+    // The history's last candle closed at the minute the venue started in, and a download takes a
+    // candle only once it has settled (SETTLED_AFTER_CLOSE_MS after its close): a venue started in
+    // the first seconds of a minute would otherwise lose its last candle to every download.
+    const settledAtMs = Number(expected[expected.length - 1]!.split(",")[0]) + 60_000 + SETTLED_AFTER_CLOSE_MS
+    await new Promise((done) => setTimeout(done, Math.max(0, settledAtMs - Date.now()) + 50))
   })
   afterAll(() => venue.close())
 
