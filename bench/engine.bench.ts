@@ -176,7 +176,7 @@ const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) =>
       requestTimeoutMs: 5000
     }).pipe(Layer.provide(quietLogger))
   )
-  const naive = await client.runPromise(
+  await client.runPromise(
     Effect.gen(function* () {
       const svc = yield* SvcClient
       const ids = yield* Effect.forEach(restingBuys("naive", ORDERS_TRACKED), (o) => svc.placeLimit(o as never), { concurrency: 4 })
