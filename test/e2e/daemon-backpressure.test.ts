@@ -40,7 +40,9 @@ describe("back-pressure on a refused strategy", () => {
     const minutes = Math.max(1, (Date.now() - started) / 60_000)
     console.log(`back-pressure: ${refusals.length} refusals and ${backoffs.length} backoffs before the pause, in ${((Date.now() - started) / 1000).toFixed(1)} s`)
     expect(backoffs.length).toBeGreaterThan(0)
-    expect(refusals.length).toBeLessThanOrEqual(8)
+    // The pause comes with the 8th refusal the instance hears of. The market-maker places its bid and
+    // ask together, so when the 7th refusal is the last one heard, a pair already at the engine makes 9.
+    expect(refusals.length).toBeLessThanOrEqual(8 + 1)
     expect(refusals.length / minutes).toBeLessThanOrEqual(30)
 
     const health = await pollUntil(async () => {
