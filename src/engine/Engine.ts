@@ -5,9 +5,10 @@
  * disagrees with the service; the tracker, fill sync and periodic reconcile run
  * as scoped fibers, and closing the scope shuts down gracefully.
  */
-import { Clock, Effect, Fiber, Layer, type Scope, type Stream } from "effect"
+import { Clock, Effect, Fiber, FiberSet, Layer, Option, type Scope, type Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
+import { LIVE_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
 import { FillLedger } from "../store/FillLedger.js"
@@ -36,6 +37,22 @@ export interface StrategyView {
   readonly placementsBlocked: PlacementBlock | undefined
 }
 
+/** What the graceful stop did and what it left for the next start (`left` true when anything was). */
+export interface StopReport {
+  /** Placements journaled but not yet sent when the stop began: ended `refused` (STOPPING), never sent. */
+  readonly withdrawn: number
+  /** Placements still `intent`: none, unless their withdrawal could not be written. */
+  readonly unsentIntents: number
+  /** Placements that may have reached the venue without their answer being heard (`submitting`, `unknown`). */
+  readonly placementsInDoubt: number
+  /** Strategy orders still live: cancels not confirmed with cancelOnStop, left resting by choice without. */
+  readonly ordersLeftOpen: number
+  /** The final fill sync read up to the newest fill. */
+  readonly fillsSynced: boolean
+  readonly left: boolean
+  readonly tookMs: number
+}
+
 
 /**
  * Runs `work` from a finalizer so that its own timeouts work. A finalizer runs
@@ -61,20 +78,26 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
     const strategyOrders = (strategyId: string | undefined) =>
       Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId !== null && (strategyId === undefined || o.strategyId === strategyId)))
 
+    /** The tracker, fill sync and reconcile loops: the stop ends them and does what it still needs of their work itself. */
+    const background = yield* FiberSet.make()
+
     /**
-     * The graceful stop, within `stopWithinMs` whatever the venue does: lost placements are
-     * looked for until 40 % of it has passed (so that cancel-on-stop reaches one that rests on
-     * the book), cancels are sent (never held back by the budget) and followed until 80 %, and
-     * the final fill sync has the rest.
+     * The graceful stop, within `stopWithinMs` whatever the venue does. Placements not sent yet
+     * are withdrawn and the background loops end, so that the stop's own requests have the rate
+     * budget to themselves. Lost placements are looked for until 40 % of it has passed (so that
+     * cancel-on-stop reaches one that rests on the book), cancels are sent (never held back by
+     * the budget) and followed until 80 %, and the final fill sync has the rest. What could not
+     * be done in time is said in one line, `engine.stop-incomplete`, and left to the next start.
      */
     const stop = Effect.gen(function* () {
       const started = yield* Clock.currentTimeMillis
       const by = (share: number) => started + Math.floor(settings.stopWithinMs * share)
       const until = (deadline: number) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.asVoid(Effect.timeoutOption(effect, Math.max(0, deadline - now))))
+        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeoutOption(effect, Math.max(0, deadline - now)))
       const before = (deadline: number) => Effect.map(Clock.currentTimeMillis, (now) => now < deadline)
       yield* logEvent("app.stopping", { component: "engine", cancelOnStop: settings.cancelOnStop, stopWithinMs: settings.stopWithinMs })
-      yield* execution.blockPlacements("the engine is stopping")
+      const withdrawn = yield* execution.stopPlacements("the engine is stopping")
+      yield* FiberSet.clear(background)
       yield* execution.awaitSends.pipe(until(by(0.4)))
       // A placement whose answer was lost may rest on the book: find it (within the absence window)
       // so that the journal knows it and cancel-on-stop reaches it.
@@ -97,11 +120,26 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
           yield* Effect.sleep(100)
         }
       }
-      yield* fillSync.syncOnce.pipe(
-        Effect.catchAll((error) => logEvent("request.failed", { what: "fills", error: error.message })),
-        until(by(1))
+      const fillsSynced = yield* fillSync.syncOnce.pipe(
+        Effect.map((report) => !report.interrupted),
+        Effect.catchAll((error) => Effect.as(logEvent("request.failed", { what: "fills", error: error.message }), false)),
+        until(by(1)),
+        Effect.map(Option.getOrElse(() => false))
       )
+      const report = yield* leftByStop(withdrawn, fillsSynced, started)
+      yield* logEvent(report.left ? "engine.stop-incomplete" : "engine.stopped", { ...report, cancelOnStop: settings.cancelOnStop })
+      return report
     })
+
+    /** The journal's account of what the stop leaves for the next start's reconcile. */
+    const leftByStop = (withdrawn: number, fillsSynced: boolean, started: number): Effect.Effect<StopReport> =>
+      Effect.gen(function* () {
+        const unsentIntents = (yield* journal.inStates(["intent"])).length
+        const placementsInDoubt = (yield* journal.inStates(["submitting", "unknown"])).length
+        const ordersLeftOpen = (yield* strategyOrders(undefined)).filter((o) => LIVE_STATES.has(o.state)).length
+        const left = unsentIntents > 0 || placementsInDoubt > 0 || !fillsSynced || (settings.cancelOnStop && ordersLeftOpen > 0)
+        return { withdrawn, unsentIntents, placementsInDoubt, ordersLeftOpen, fillsSynced, left, tookMs: (yield* Clock.currentTimeMillis) - started }
+      })
     // Registered before the startup reconcile: a stop that comes while it runs (or waits on the
     // budget) still cancels what the journal knows and syncs the fills. Once: the daemon may
     // run it earlier, right after its strategies stopped.
@@ -110,14 +148,14 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
 
     // A venue that is down or refusing at start is waited out: the stop above still works meanwhile.
     const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message))
-    yield* Effect.forkScoped(tracker.loop)
-    yield* Effect.forkScoped(fillSync.loop)
-    yield* Effect.forkScoped(reconcile.loop)
+    yield* FiberSet.run(background, tracker.loop)
+    yield* FiberSet.run(background, fillSync.loop)
+    yield* FiberSet.run(background, reconcile.loop)
 
     return {
       /** The startup reconcile's counts. */
       startup,
-      /** The graceful stop (cancel on stop, final fill sync), once; closing the engine's scope runs it too. */
+      /** The graceful stop (cancel on stop, final fill sync), once, and what it left; closing the engine's scope runs it too. */
       stop: stopOnce,
       /** Journals and sends intents in order; each is Approved (journaled, being sent) or Refused with its reason. */
       submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds?: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SubmitResult>> =>

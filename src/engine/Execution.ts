@@ -8,7 +8,7 @@
  * ready to go out are marked `submitting` together in one commit, synced to disk
  * before any of them is sent.
  */
-import { Cause, Clock, Effect, Either, Exit, FiberSet, LogLevel, Option, Queue, Ref } from "effect"
+import { Cause, Chunk, Clock, Effect, Either, Exit, FiberSet, LogLevel, Option, Queue, Ref } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import { alreadyApplied, type InvalidTransition, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
@@ -37,8 +37,10 @@ export type SubmitResult =
       readonly detail: string
     }
 
-/** The placement block of a stopping engine: not a problem of the account. */
+/** The placement block of a stopping engine: not a problem of the account. Also the code of a placement the stop withdrew. */
 export const STOPPING = "STOPPING"
+
+const WITHDRAWN = "withdrawn: the engine stopped before this placement was sent"
 
 /** After an account block, one placement is let through this often to learn whether it was resolved. */
 const BLOCK_PROBE_MS = 60_000
@@ -188,7 +190,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const lines: Array<Effect.Effect<void>> = []
         let syncFills = false
         for (const [i, row] of rows.entries()) {
-          const name = STATE_EVENTS[row.state]
+          const name = row.state === "refused" && row.code === STOPPING ? "order.withdrawn" : STATE_EVENTS[row.state]
           const detail = details[i]
           if (name !== undefined) {
             lines.push(
@@ -331,6 +333,10 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       unfinishedSends -= count
       if (unfinishedSends === 0) sendsIdle.unsafeOpen()
     }
+    /** Set when the engine stops: from then on no placement is handed to a sender; each is withdrawn instead. */
+    let withdrawing = false
+    /** Marking a group and withdrawing take turns: a placement is either marked and sent, or withdrawn unsent, never both. */
+    const marking = yield* Effect.makeSemaphore(1)
 
     /** Queues journaled placements (state `intent`) to be marked, synced and sent, each once. */
     const enqueue = (orders: ReadonlyArray<OrderRow>): Effect.Effect<void> =>
@@ -361,11 +367,57 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           }
         }
         yield* announce(marked, [], now, false)
-        // Only now may any of them be sent.
-        yield* Queue.offerAll(readyToSend, marked)
+        // Only now may any of them be sent, unless the engine began to stop while the commit was synced.
+        yield* marking.withPermits(1)(
+          Effect.suspend(() => {
+            if (!withdrawing) return Queue.offerAll(readyToSend, marked)
+            markedWaiting -= marked.length
+            return Effect.zipRight(withdraw(marked), Effect.sync(() => sendsDone(marked.length)))
+          })
+        )
         // No sender will take the ones refused: room for the next group is made here.
         if (marked.length < group.length) yield* Queue.offer(markerWake, undefined)
       })
+
+    /**
+     * Ends placements that never reached a sender as `refused` with code STOPPING, in one commit:
+     * nothing of them was sent, so the next start has nothing to send or reconcile for them. A
+     * placement still `intent` takes `send` first, the state machine's only way out of `intent`;
+     * both moves are in the one commit, so no reader ever sees it `submitting`. Returns how many
+     * were withdrawn.
+     */
+    const withdraw = (rows: ReadonlyArray<OrderRow>): Effect.Effect<number> =>
+      Effect.gen(function* () {
+        if (rows.length === 0) return 0
+        const now = yield* Clock.currentTimeMillis
+        const moves = rows.flatMap((row): Array<Move> => [
+          ...(row.state === "intent" ? [{ orderId: row.orderId, event: "send" as const, patch: {} }] : []),
+          { orderId: row.orderId, event: "refuse", patch: { code: STOPPING }, detail: WITHDRAWN }
+        ])
+        const outcomes = yield* journal.transitionMany(moves, now)
+        const withdrawn: Array<OrderRow> = []
+        for (const [i, m] of moves.entries()) {
+          const outcome = outcomes[i]!
+          if (outcome._tag === "Left") yield* refusedMove(m.orderId, outcome.left, m.detail)
+          else if (outcome.right.state === "refused") withdrawn.push(outcome.right)
+        }
+        yield* announce(withdrawn, withdrawn.map(() => WITHDRAWN), now, true)
+        return withdrawn.length
+      })
+
+    /**
+     * Withdraws every placement not handed to a sender yet: marked ones waiting for a sender,
+     * queued ones waiting to be marked, and journaled ones never queued (a submit interrupted
+     * between its commit and its queueing). Runs holding `marking`, so no group is half marked.
+     */
+    const withdrawWaiting = Effect.gen(function* () {
+      const taken = Chunk.toReadonlyArray(yield* Queue.takeAll(readyToSend))
+      markedWaiting -= taken.length
+      const queued = awaitingMark.splice(0).length
+      const withdrawn = yield* withdraw([...taken, ...(yield* journal.inStates(["intent"]))])
+      sendsDone(taken.length + queued)
+      return withdrawn
+    })
 
     /**
      * Marks the next group of placements `submitting` in one commit and syncs it to disk off the
@@ -374,6 +426,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
      * by reconciliation (`unknown`, then found or proven not placed).
      */
     const markNextGroup = Effect.gen(function* () {
+      // A placement queued after the stop began (its submit was under way) is withdrawn like the others.
+      if (withdrawing) return yield* Effect.asVoid(withdrawWaiting)
       if (markedWaiting > markAhead || awaitingMark.length === 0) return
       const group = awaitingMark.splice(0, settings.execution.markGroupSize - markedWaiting)
       markedWaiting += group.length
@@ -384,7 +438,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       )
       yield* FiberSet.run(sends, Effect.uninterruptible(release(group, moved, now)))
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(markNextGroup))))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(marking.withPermits(1)(markNextGroup)))))
 
     /** The move that records what the service answered to a placement, and the block its refusal tells of, if any. */
     const moveOfAnswer = (order: OrderRow, outcome: Exit.Exit<Accepted, SvcError | PlacementOutcomeUnknown>, at: number): { readonly move: Move; readonly block?: PlacementBlock | undefined } => {
@@ -631,16 +685,33 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       sendCancel,
       move,
       moveMany,
-      /** Waits until every placement and cancel sent so far has its answer. */
+      /** Waits until every placement and cancel sent so far has its answer (a withdrawn placement needs none). */
       awaitSends: Effect.zipRight(sendsIdle.await, FiberSet.awaitEmpty(sends)),
       /** The strategies whose daily loss limit stopped their placements today (UTC). */
       killSwitchesToday: Effect.gen(function* () {
         const today = startOfUtcDay(yield* Clock.currentTimeMillis)
         return [...(yield* Ref.get(killSwitchDay))].filter(([, day]) => day === today).map(([strategyId]) => strategyId)
       }),
-      /** Stops placements: used at shutdown so that nothing new reaches the service. */
-      blockPlacements: (reason: string) =>
-        Effect.sync(() => (blockProbeAt = Number.POSITIVE_INFINITY)).pipe(Effect.zipRight(Ref.set(bus.block, { code: STOPPING, fix: reason })))
+      /**
+       * Stops placements at shutdown, so that nothing new reaches the service: risk refuses new
+       * intents, and every placement not yet handed to a sender is withdrawn (`refused`, code
+       * STOPPING), now and whenever a submit under way queues one later. Placements a sender has
+       * taken may be on the wire: they are left to their answer, or to reconciliation. Returns
+       * how many were withdrawn now.
+       */
+      stopPlacements: (reason: string): Effect.Effect<number> =>
+        Effect.sync(() => (blockProbeAt = Number.POSITIVE_INFINITY)).pipe(
+          Effect.zipRight(Ref.set(bus.block, { code: STOPPING, fix: reason })),
+          Effect.zipRight(
+            marking.withPermits(1)(
+              Effect.suspend(() => {
+                withdrawing = true
+                return withdrawWaiting
+              })
+            )
+          ),
+          Effect.uninterruptible
+        )
     }
   })
 }) {}

@@ -17,6 +17,16 @@ export const EventCatalog = define({
   "app.started": { level: "info", meaning: "a svcbot command started; carries mode and version" },
   "app.stopping": { level: "info", meaning: "shutdown began (signal or --for elapsed)" },
   "app.stopped": { level: "info", meaning: "shutdown finished; carries the exit code" },
+  "engine.stopped": {
+    level: "info",
+    meaning:
+      "the engine's graceful stop finished its work: every placement answered or withdrawn, cancel-on-stop confirmed, fills synced; carries withdrawn, ordersLeftOpen (resting by choice without cancelOnStop) and tookMs"
+  },
+  "engine.stop-incomplete": {
+    level: "warn",
+    meaning:
+      "the engine's graceful stop ran out of its bound (stopWithinMs) or of the rate budget before its work was done; carries what it left for the next start, whose reconcile finishes it: unsentIntents, placementsInDoubt (sent, answer not heard), ordersLeftOpen (cancel not confirmed), fillsSynced false. The exit code stays 0"
+  },
   "config.invalid": { level: "error", meaning: "the configuration failed validation; every problem is listed by field" },
   "config.loaded": { level: "info", meaning: "the configuration was read and validated" },
   heartbeat: { level: "info", meaning: "once a minute per strategy: position, open orders, PnL, budget use" },
@@ -56,6 +66,7 @@ export const EventCatalog = define({
   "order.rejected": { level: "warn", meaning: "an order reached kind rejected; carries the code" },
   "order.refused": { level: "warn", meaning: "the server refused a placement before accepting it; carries the code" },
   "order.cancelled": { level: "info", meaning: "an order was cancelled" },
+  "order.withdrawn": { level: "info", meaning: "a placement journaled but not yet sent when the engine began to stop was withdrawn: it ends refused with code STOPPING and is never sent" },
   "order.cancel-too-late": { level: "info", meaning: "a cancel reached the venue after its order had filled or been rejected (409 ORDER_NOT_OPEN); the order's status says which, and the cancel is not sent again" },
   "order.unknown": { level: "warn", meaning: "a placement's answer was lost (timeout, reset, 5xx); it will be reconciled, never re-sent blindly" },
   "order.reconciled": { level: "info", meaning: "an unknown placement was resolved: adopted as accepted, or proven not placed" },

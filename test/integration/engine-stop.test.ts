@@ -1,0 +1,99 @@
+/**
+ * The graceful stop with the rate budget used up, against a real svc-venue and a real SQLite
+ * journal. The venue's limits are squeezed so that it refuses every request but a cancel for
+ * the rest of its (day-long) weight window: the stop withdraws what it had not sent, cannot
+ * confirm its cancels or sync the last fill, and says so in `engine.stop-incomplete`. Once the
+ * budget is back, the next start and stop finish that work: nothing lost, nothing sent twice.
+ */
+import { Effect } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { Decimal } from "../../src/domain/Decimal.js"
+import type { PlaceIntent } from "../../src/domain/Intent.js"
+import { Engine } from "../../src/engine/Engine.js"
+import { STOPPING } from "../../src/engine/Execution.js"
+import { FillLedger } from "../../src/store/FillLedger.js"
+import { OrderJournal } from "../../src/store/OrderJournal.js"
+import { startVenue, type TestVenue } from "../support/venue.js"
+import { eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const d = (text: string) => new Decimal(text)
+const bid = (tag: string, price: string): PlaceIntent => ({ type: "limit", tag, symbol: "BTCUSDT", side: "buy", baseQty: d("0.01"), limitPrice: d(price) })
+
+const venueOrders = async (venue: TestVenue) => (await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<{ clientOrderId: string; kind: string }>
+const venueFillIds = async (venue: TestVenue) =>
+  ((await venue.admin("GET", `/_venue/fills?uid=${venue.uid}`)).fills as Array<{ fillId: unknown }>).map((f) => String(f.fillId)).sort()
+
+describe("the graceful stop on a used-up rate budget", () => {
+  it("withdraws what it had not sent, reports what it could not finish, and the next start and stop finish it", async () => {
+    // A day-long weight window: once squeezed, the budget does not come back while the test runs.
+    const venue = await startVenue({ settleMs: 0, limits: { weightPerMinute: 100_000, weightWindowMs: 86_400_000 } })
+    cleanups.push(() => venue.close())
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    // One sender and groups of one: placements queue up behind a send that waits on the budget.
+    const options = testOptions(db.path, { cancelOnStop: true, stopWithinMs: 3000, execution: { sendConcurrency: 1, markGroupSize: 1 } })
+    const first = await startEngine(venue, options)
+    cleanups.push(() => first.runtime.dispose())
+    const byTag = (tag: string) => Effect.flatMap(OrderJournal, (j) => j.latestByTag("s-stop", tag))
+
+    await first.run(
+      Effect.flatMap(Engine, (e) =>
+        e.submit("s-stop", [{ type: "limit", tag: "ask", symbol: "BTCUSDT", side: "sell", baseQty: d("0.1"), limitPrice: d("60200") }, bid("bid", "50000")])
+      )
+    )
+    await first.run(
+      eventually(Effect.map(Effect.all([byTag("ask"), byTag("bid")]), (rows) => (rows.every((o) => o?.state === "resting") ? rows : undefined)), "both orders to rest")
+    )
+
+    // From here the venue refuses every request but a cancel, and the engine has heard it once.
+    await venue.admin("POST", "/_venue/faults", { limits: { weightPerMinute: 1 } })
+    await first.run(eventually(Effect.sync(() => (first.log.events("rate.limited").length > 0 ? true : undefined)), "a refusal for the budget"))
+    // The ask fills on the venue, where the engine can no longer read it.
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60300" })
+    await expect.poll(() => venueFillIds(venue), { timeout: 10_000 }).not.toEqual([])
+
+    // The sender takes q1 and waits on the budget; q2 is marked and waits for the sender; q3 waits to be marked.
+    await first.run(Effect.flatMap(Engine, (e) => e.submit("s-stop", [bid("q1", "50001"), bid("q2", "50002"), bid("q3", "50003")])))
+    const queued = Effect.map(Effect.all([byTag("q1"), byTag("q2"), byTag("q3")]), (rows) => rows.map((o) => o!.state))
+    await first.run(eventually(Effect.map(queued, (states) => (states.join() === "submitting,submitting,intent" ? states : undefined)), "the placements to queue up"))
+
+    const report = await first.run(Effect.flatMap(Engine, (e) => e.stop))
+    // q1 may be on its way (its sender took it): left for reconciliation. The ask and the bid had their cancel
+    // sent (never held back), but no status could confirm how they ended, and the ask's fill was not read.
+    expect(report).toMatchObject({ withdrawn: 2, unsentIntents: 0, placementsInDoubt: 1, ordersLeftOpen: 2, fillsSynced: false, left: true })
+    expect(first.log.events("engine.stopped")).toEqual([])
+    expect(first.log.events("engine.stop-incomplete")).toEqual([
+      expect.objectContaining({ level: "warn", withdrawn: 2, unsentIntents: 0, placementsInDoubt: 1, ordersLeftOpen: 2, fillsSynced: false, cancelOnStop: true })
+    ])
+    expect(first.log.events("order.withdrawn").map((line) => line.tag).sort()).toEqual(["q2", "q3"])
+    expect(await first.run(Effect.map(Effect.all([byTag("q2"), byTag("q3")]), (rows) => rows.map((o) => [o!.state, o!.code])))).toEqual([
+      ["refused", STOPPING],
+      ["refused", STOPPING]
+    ])
+    expect(await first.run(Effect.map(Effect.flatMap(FillLedger, (l) => l.all), (fills) => fills.length))).toBeLessThan((await venueFillIds(venue)).length)
+    await first.runtime.dispose()
+
+    // The budget is back: the next start syncs the fill and proves q1 was never placed, and its stop has nothing left.
+    await venue.admin("POST", "/_venue/faults", {})
+    const second = await startEngine(venue, { ...options, stopWithinMs: 20_000 })
+    cleanups.push(() => second.runtime.dispose())
+    const again = await second.run(Effect.flatMap(Engine, (e) => e.stop))
+    expect(again).toMatchObject({ withdrawn: 0, unsentIntents: 0, placementsInDoubt: 0, ordersLeftOpen: 0, fillsSynced: true, left: false })
+    expect(second.log.events("engine.stopped")).toEqual([expect.objectContaining({ level: "info", left: false })])
+    expect(second.log.events("engine.stop-incomplete")).toEqual([])
+
+    const states = await second.run(Effect.map(Effect.flatMap(OrderJournal, (j) => j.forStrategy("s-stop")), (rows) => Object.fromEntries(rows.map((o) => [o.tag, o.state]))))
+    expect(states).toEqual({ ask: "fill", bid: "cancelled", q1: "not_placed", q2: "refused", q3: "refused" })
+    // Only the ask and the bid ever reached the venue, once each, and the ledger holds every fill.
+    const onVenue = await venueOrders(venue)
+    expect(onVenue.map((o) => o.kind).sort()).toEqual(["cancelled", "fill"])
+    const ledger = await second.run(Effect.map(Effect.flatMap(FillLedger, (l) => l.all), (fills) => fills.map((f) => f.fillId).sort()))
+    expect(ledger).toEqual(await venueFillIds(venue))
+  }, 60_000)
+})
