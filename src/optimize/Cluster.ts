@@ -14,6 +14,11 @@
  * runs the backtest and writes the result once by key: a job re-run after a crash
  * between the write and the reply writes nothing new, and every reply is the stored row.
  *
+ * The library never deletes a message or its reply, so the run deletes them (`PgResults`):
+ * a trial's as soon as the run has its answer and has recorded it, and when it opens its
+ * runner every answer older than `ANSWERED_RETENTION_MS`, which is what runs killed before
+ * recording leave. A message no worker has answered stays until one does.
+ *
  * Datasets travel by content hash: the client stores the candles once under their hash,
  * and a worker fetches a hash the first time it meets it, keeps it as a CSV in its cache
  * folder (so a restart does not fetch it again) and prepares each study once.
@@ -73,6 +78,13 @@ const RunTrial = Rpc.make("RunTrial", {
 })
 
 export const TrialEntity = Entity.make("OptimizeTrial", [RunTrial]).annotateRpcs(ClusterSchema.Persisted, true)
+
+/**
+ * The id the library stores a trial's request of run `runId` under: its primary key behind the
+ * entity's address and the tag (`Envelope.primaryKeyByAddress`). With two 64-digit keys it stays
+ * under the 255 characters beyond which the library would store a digest instead.
+ */
+const messageIdOf = (runId: number, key: string): string => `${TrialEntity.type}/${key}/${RunTrial._tag}/${runId}/${key}`
 
 /**
  * Timings for a cluster of batch workers rather than long-lived services: a dead worker's
@@ -232,6 +244,12 @@ export interface ClusterSession {
 /** How many trial requests are in flight at once: enough to keep every worker's mailbox fed. */
 const IN_FLIGHT = 64
 
+/**
+ * How long an answered message is kept when no run recorded it: a live run reads its answers
+ * within a reply poll, so only a run paused (not killed) for a day could miss one it still awaits.
+ */
+const ANSWERED_RETENTION_MS = 24 * 60 * 60 * 1000
+
 export const connectCluster = async (url: string): Promise<ClusterSession> => {
   const runtime = ManagedRuntime.make(clientLayer(url))
   const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof clientLayer>>>): Promise<A> => runtime.runPromise(effect)
@@ -247,11 +265,17 @@ export const connectCluster = async (url: string): Promise<ClusterSession> => {
     finishRun: (runId, outcome) => run(PgResults.finishRun(runId, outcome)),
     run: (runId) => run(PgResults.storedRun(runId)),
     runIds: () => run(PgResults.runIds),
-    // Keyed by content alone: a result any run stored answers for this one.
-    result: (runId, key) => run(PgResults.storedResult(key)),
+    // Keyed by content alone: a result any run stored answers for this one, and this run lists it
+    // among its trials as if it had run it, so that --show finds it there.
+    result: (runId, key) =>
+      run(PgResults.storedResult(key).pipe(Effect.tap((stored) => (stored === undefined ? Effect.void : PgResults.linkTrials(runId, [key]))))),
     results: (runId) => run(PgResults.runResults(runId)),
-    // The workers wrote the results; the run records which trials it asked for.
-    record: (runId, trials) => run(PgResults.linkTrials(runId, trials.map((t) => t.key))),
+    // The workers wrote the results; the run records which trials it asked for, and then their
+    // messages and replies are spent: the result rows answer any later asking.
+    record: (runId, trials) => {
+      const keys = trials.map((t) => t.key)
+      return run(PgResults.linkTrials(runId, keys).pipe(Effect.zipRight(PgResults.pruneAnsweredMessages(keys.map((key) => messageIdOf(runId, key))))))
+    },
     // The session owns the connection: `close` below ends it.
     close: () => undefined
   }
@@ -261,6 +285,7 @@ export const connectCluster = async (url: string): Promise<ClusterSession> => {
       await run(
         Effect.gen(function* () {
           if (!(yield* PgResults.hasDataset(study.dataHash))) yield* PgResults.putDataset(study.dataHash, study.intervalMs, csvOf(job.series))
+          yield* PgResults.pruneAnsweredBefore(ANSWERED_RETENTION_MS)
         })
       )
       const ref = studyRefOf(study)

@@ -8,12 +8,16 @@
  *   job run twice (its worker killed after writing but before answering) writes nothing new.
  * - A run lists its trials in `optimize_run_trials`, so `--show RUN` reads what it asked.
  * - A dataset is stored once under its content hash; every worker fetches it once.
+ * - The cluster's own message and reply rows of a trial are deleted once it is answered and
+ *   the run has recorded it (below): its result row is the lasting answer.
  *
  * Everything here is an Effect needing a `SqlClient`: the cluster runs on one.
  */
+import { MachineId, Snowflake } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect } from "effect"
+import type { Fragment } from "@effect/sql/Statement"
+import { Array as Arr, Clock, Effect } from "effect"
 import { RUN_COLUMNS, type ResultRow, type RunHeader, type RunRow, storedResultOf, storedRunOf } from "./Results.js"
 import type { Trial, TrialResult } from "./Trial.js"
 
@@ -129,3 +133,44 @@ export const liveWorkers = (expirySeconds: number) =>
     SqlClient.SqlClient,
     (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners WHERE healthy AND last_heartbeat > now() - make_interval(secs => ${expirySeconds})`
   ).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))
+
+/**
+ * Deletes the cluster's answered requests that `which` picks (over `m`, the request, and `r`, its
+ * final reply), with their replies and any interrupt sent for them (every row sharing their
+ * `request_id`). @effect/cluster's SqlMessageStorage keeps each persisted request in
+ * `cluster_messages` and its replies in `cluster_replies` and deletes none. "Answered" is the
+ * library's own mark, set in the transaction that stores the reply: `processed` and a final
+ * (`WithExit`, kind 0) reply. A request without one is never touched: a worker has still to run
+ * it, and its run may be waiting for the answer.
+ */
+const deleteAnswered = (which: (sql: SqlClient.SqlClient) => Fragment) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`WITH answered AS (
+        SELECT m.request_id FROM cluster_messages m JOIN cluster_replies r ON r.request_id = m.request_id AND r.kind = 0
+        WHERE m.kind = 0 AND m.processed AND ${which(sql)}
+      ), replies AS (
+        DELETE FROM cluster_replies WHERE request_id IN (SELECT request_id FROM answered)
+      )
+      DELETE FROM cluster_messages WHERE request_id IN (SELECT request_id FROM answered)`
+  ).pipe(Effect.asVoid)
+
+/** Bounds the statement's parameters well under Postgres's 65,535 however large a rung is. */
+const PRUNE_CHUNK = 1000
+
+/** Deletes the answered requests with these message ids (the library's, from each request's primary key). */
+export const pruneAnsweredMessages = (messageIds: ReadonlyArray<string>) =>
+  Effect.forEach(Arr.chunksOf(messageIds, PRUNE_CHUNK), (chunk) => deleteAnswered((sql) => sql`m.message_id IN ${sql.in(chunk)}`), { discard: true })
+
+/**
+ * Deletes the requests answered more than `retentionMs` ago, whichever run sent them: those of a
+ * run killed before it recorded its answers (the workers still answer every request it had
+ * sent). A reply's id is a Snowflake carrying the time it was made, so requests answered before
+ * the cutoff are those whose reply id is below the cutoff's smallest Snowflake. A live run reads
+ * each answer within a poll (100 ms), so a retention of hours spares any run not paused for that long.
+ */
+export const pruneAnsweredBefore = (retentionMs: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (nowMs) => {
+    const cutoff = Snowflake.make({ timestamp: nowMs - retentionMs, machineId: MachineId.make(0), sequence: 0 })
+    return deleteAnswered((sql) => sql`r.id < ${String(cutoff)}`)
+  })

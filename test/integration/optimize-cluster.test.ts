@@ -3,8 +3,11 @@
  * `svcbot worker` processes, one killed with SIGKILL in the middle of the sweep:
  * every trial is answered and its result written once, no trial runs twice, the
  * killed worker's unfinished trials are run by the others, and the ranking is the
- * local run's for the same seed; and a worker whose copy of the strategy differs refuses the
- * trials instead of answering for other code. Skips, saying why, where PostgreSQL cannot start.
+ * local run's for the same seed; the run leaves no cluster message or reply behind, and a
+ * second run is answered from the results; a worker whose copy of the strategy differs refuses the
+ * trials instead of answering for other code; and the messages runs killed before recording
+ * leave are deleted once answered a day ago, the unanswered kept for a worker. Skips, saying
+ * why, where PostgreSQL cannot start.
  */
 import { spawn } from "node:child_process"
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -71,6 +74,13 @@ const until = async (what: string, holds: () => boolean, timeoutMs: number): Pro
   }
 }
 
+const clusterRows = async (): Promise<{ messages: number; replies: number }> => {
+  const [row] = await query<{ messages: string; replies: string }>(
+    `SELECT (SELECT count(*) FROM cluster_messages) AS messages, (SELECT count(*) FROM cluster_replies) AS replies`
+  )
+  return { messages: Number(row!.messages), replies: Number(row!.replies) }
+}
+
 const common = ["--strategy", "sma-crossover", "--synthetic", "11:60000", "--params", '{"quoteQty": "1000"}', "--seed", "5"]
 
 const jsonOf = (run: Run): Record<string, any> => JSON.parse(run.lines.find((line) => line.startsWith("{"))!)
@@ -135,6 +145,23 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     expect(doneByVictim).toBeGreaterThan(0)
     expect(byVictim.length).toBeLessThan(cluster.trials)
     expect(stored.length - byVictim.length).toBeGreaterThan(0)
+
+    // The run recorded every answer, so the cluster's own rows for it are gone: nothing else ran yet.
+    expect(await clusterRows()).toEqual({ messages: 0, replies: 0 })
+
+    // With every worker stopped, the same question is answered from the stored results alone.
+    const again = svcbot(["optimize", ...common, "--space", space, "--cluster", pg.url, "--json"])
+    expect(await again.exit).toBe(0)
+    const second = jsonOf(again)
+    expect(second.runId).not.toBe(cluster.runId)
+    expect(second.ranked).toEqual(cluster.ranked)
+    expect(await query(`SELECT job_key FROM optimize_results`)).toHaveLength(stored.length)
+    expect(await query(`SELECT job_key FROM optimize_run_trials WHERE run_id = ${second.runId}`)).toHaveLength(cluster.trials)
+    const secondPage = join(dir, "cluster-run-again.html")
+    const shownAgain = svcbot(["optimize", "--show", String(second.runId), "--cluster", pg.url, "--html", secondPage, "--json"])
+    expect(await shownAgain.exit).toBe(0)
+    expect(jsonOf(shownAgain).ranked).toEqual(cluster.ranked)
+    expect(readFileSync(secondPage, "utf8")).toContain("sharpe over fastPeriod (across) and slowPeriod (up)")
   }, 300_000)
 
   it("a worker with another copy of the strategy refuses its trials: the run ends naming the worker and the fix", async () => {
@@ -165,4 +192,78 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
       worker.kill("SIGKILL")
     }
   }, 120_000)
+
+  it("a run killed before recording leaves its messages; a later run deletes them once answered a day ago, never the unanswered", async () => {
+    killAll()
+    const smallSpace = (name: string, fastPeriods: ReadonlyArray<number>) => {
+      const path = join(dir, `${name}.json`)
+      writeFileSync(path, JSON.stringify({ params: { fastPeriod: fastPeriods, slowPeriod: [25], entry: "market" }, rankBy: "sharpe" }))
+      return path
+    }
+    const answeredSpace = smallSpace("answered-space", [3, 4, 5])
+    const waitingSpace = smallSpace("waiting-space", [6, 7])
+    const lastRunId = async () => Number((await query<{ id: string | null }>(`SELECT max(run_id) AS id FROM optimize_runs`))[0]!.id ?? 0)
+    // The library stores a request under ENTITY/ID/TAG/PRIMARY-KEY, and a trial's primary key is RUN/KEY.
+    const messagesOf = (runId: number) => query<{ processed: boolean }>(`SELECT processed FROM cluster_messages WHERE message_id LIKE 'OptimizeTrial/%/RunTrial/${runId}/%'`)
+    const polled = async (what: string, holds: () => Promise<boolean>): Promise<void> => {
+      const end = Date.now() + 60_000
+      while (!(await holds())) {
+        if (Date.now() > end) throw new Error(`timed out waiting until ${what}`)
+        await delay(100)
+      }
+    }
+    /** Starts a run with no worker running and kills it once its `trials` messages are stored. */
+    const killedRun = async (path: string, trials: number): Promise<number> => {
+      const before = await lastRunId()
+      const run = svcbot(["optimize", ...common, "--space", path, "--cluster", pg.url])
+      await polled(`the run's ${trials} messages are stored`, async () => (await lastRunId()) > before && (await messagesOf(before + 1)).length === trials)
+      run.child.kill("SIGKILL")
+      await run.exit
+      return before + 1
+    }
+    const startWorker = async (name: string) => {
+      const port = await freeLoopbackPort()
+      return svcbot(["worker", "--cluster", pg.url, "--host", "127.0.0.1", "--port", String(port), "--cache", join(dir, `cache-${name}`)])
+    }
+    /** A run of the answered space: every result is stored, so it needs no worker, and opening its runner prunes. */
+    const rerun = async () => {
+      const run = svcbot(["optimize", ...common, "--space", answeredSpace, "--cluster", pg.url, "--json"])
+      expect(await run.exit).toBe(0)
+      return jsonOf(run)
+    }
+
+    // Run A's three messages are answered by a worker after A was killed; run B's two wait for one.
+    const answered = await killedRun(answeredSpace, 3)
+    const worker = await startWorker("answering")
+    await polled("the worker answered run A", async () => (await messagesOf(answered)).filter((m) => m.processed).length === 3)
+    worker.child.kill("SIGTERM")
+    await worker.exit
+    const waiting = await killedRun(waitingSpace, 2)
+    const replies = async () => Number((await query<{ n: string }>(`SELECT count(*) AS n FROM cluster_replies`))[0]!.n)
+    const repliesBefore = await replies()
+    expect(repliesBefore).toBeGreaterThanOrEqual(3)
+
+    // Answered minutes ago: kept, in case a live run still awaits them.
+    const first = await rerun()
+    expect(first.trials).toBe(3)
+    expect(await messagesOf(answered)).toHaveLength(3)
+    expect(await replies()).toBe(repliesBefore)
+
+    // Every message and reply made a day and an hour earlier: a Snowflake id carries its time in its upper bits.
+    const shift = `((25 * 3600 * 1000)::bigint << 22)`
+    await query(`UPDATE cluster_messages SET id = id - ${shift}, request_id = request_id - ${shift}, last_reply_id = last_reply_id - ${shift}`)
+    await query(`UPDATE cluster_replies SET id = id - ${shift}, request_id = request_id - ${shift}`)
+    const later = await rerun()
+    expect(later.ranked).toEqual(first.ranked)
+    expect(await messagesOf(answered)).toHaveLength(0)
+    expect(await replies()).toBe(0)
+    expect((await messagesOf(waiting)).map((m) => m.processed)).toEqual([false, false])
+
+    // The unanswered ones are still delivered: a worker started now answers run B's trials.
+    const late = await startWorker("late")
+    const waitingKeys = async () => Number((await query<{ n: string }>(`SELECT count(*) AS n FROM optimize_results WHERE params LIKE '%"slowPeriod":25%' AND (params LIKE '%"fastPeriod":6,%' OR params LIKE '%"fastPeriod":7,%')`))[0]!.n)
+    await polled("the late worker answered run B", async () => (await waitingKeys()) === 2)
+    late.child.kill("SIGTERM")
+    await late.exit
+  }, 240_000)
 })
