@@ -18,6 +18,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ensureSchema } from "../../src/optimize/PgResults.js"
 import { freeLoopbackPort, killAll, ROOT, type Run, svcbot } from "../support/daemon.js"
 import { findPostgres, type Postgres, startPostgres } from "../support/postgres.js"
 
@@ -48,10 +49,10 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const query = <A extends object>(text: string): Promise<ReadonlyArray<A>> =>
-  Effect.runPromise(
-    Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text)).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(pg.url) })))
-  )
+const onPostgres = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>): Promise<A> =>
+  Effect.runPromise(effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(pg.url) }))))
+
+const query = <A extends object>(text: string): Promise<ReadonlyArray<A>> => onPostgres(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(text)))
 
 /** The JSON lines a process wrote to stderr (its log) so far. */
 const logLines = (run: Run): Array<Record<string, unknown>> =>
@@ -195,6 +196,8 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
 
   it("a run killed before recording leaves its messages; a later run deletes them once answered a day ago, never the unanswered", async () => {
     killAll()
+    // The run ids are read before the first run of this test, which may be the file's first.
+    await onPostgres(ensureSchema)
     const smallSpace = (name: string, fastPeriods: ReadonlyArray<number>) => {
       const path = join(dir, `${name}.json`)
       writeFileSync(path, JSON.stringify({ params: { fastPeriod: fastPeriods, slowPeriod: [25], entry: "market" }, rankBy: "sharpe" }))
