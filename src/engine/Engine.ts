@@ -126,6 +126,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
         until(by(1)),
         Effect.map(Option.getOrElse(() => false))
       )
+      yield* execution.endSends
       const report = yield* leftByStop(withdrawn, fillsSynced, started)
       yield* logEvent(report.left ? "engine.stop-incomplete" : "engine.stopped", { ...report, cancelOnStop: settings.cancelOnStop })
       return report

@@ -394,10 +394,18 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           ...(row.state === "intent" ? [{ orderId: row.orderId, event: "send" as const, patch: {} }] : []),
           { orderId: row.orderId, event: "refuse", patch: { code: STOPPING }, detail: WITHDRAWN }
         ])
-        const outcomes = yield* journal.transitionMany(moves, now)
+        // A write that fails (a full disk) must not stop the stop: the rows stay as they were, and its report counts them.
+        const written = yield* Effect.exit(journal.transitionMany(moves, now))
+        if (Exit.isFailure(written)) {
+          yield* logEvent("reconcile.mismatch", {
+            problem: `${rows.length} placements could not be withdrawn in the journal: an intent among them is sent by the next start, a submitting one reconciled`,
+            detail: Cause.pretty(written.cause)
+          })
+          return 0
+        }
         const withdrawn: Array<OrderRow> = []
         for (const [i, m] of moves.entries()) {
-          const outcome = outcomes[i]!
+          const outcome = written.value[i]!
           if (outcome._tag === "Left") yield* refusedMove(m.orderId, outcome.left, m.detail)
           else if (outcome.right.state === "refused") withdrawn.push(outcome.right)
         }
@@ -512,7 +520,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         yield* Queue.offer(recorderWake, undefined)
       })
     )
-    for (let i = 0; i < settings.execution.sendConcurrency; i++) yield* Effect.forkScoped(sender)
+    const senders = yield* FiberSet.make()
+    for (let i = 0; i < settings.execution.sendConcurrency; i++) yield* FiberSet.run(senders, sender)
 
     /** Whether placements are blocked now; past the probe time one is let through, and its answer tells whether the block was resolved. */
     const blockedAt = (block: PlacementBlock | undefined, now: number): string | undefined => {
@@ -687,6 +696,12 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       moveMany,
       /** Waits until every placement and cancel sent so far has its answer (a withdrawn placement needs none). */
       awaitSends: Effect.zipRight(sendsIdle.await, FiberSet.awaitEmpty(sends)),
+      /**
+       * Ends the senders at the end of a stop and records the answers already heard: from then on
+       * nothing of this run moves a placement, so the stop's account of the journal stays true. A
+       * placement a sender still held stays `submitting`, for the next start's reconcile.
+       */
+      endSends: Effect.zipRight(FiberSet.clear(senders), recordAnswers),
       /** The strategies whose daily loss limit stopped their placements today (UTC). */
       killSwitchesToday: Effect.gen(function* () {
         const today = startOfUtcDay(yield* Clock.currentTimeMillis)
