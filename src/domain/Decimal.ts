@@ -160,22 +160,34 @@ const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
  * The nearest double to a decimal, for signals and ratios only (indicators,
  * Sharpe) — never for money. The same result as `value.toNumber()`, without its
  * detour through a string: decimal.js keeps base-1e7 limbs whose radix point sits
- * on a limb boundary, so when the limbs make an integer below 2^53 and the power
+ * on a limb boundary, so when the digits make an integer below 2^53 and the power
  * of ten is exact, one multiplication or division of exact doubles is the
- * correctly rounded answer. Anything else takes the general path.
+ * correctly rounded answer. The last limb's trailing zeros are not digits of that
+ * integer: a balance such as 98999.8765432110 has 13 significant digits in three
+ * limbs, and counting its zeros would send it down the general path. Anything else
+ * takes the general path.
  */
 export const toFloat = (value: Decimal): number => {
   const limbs = limbsOf(value).d
   if (limbs === null) return value.toNumber()
   // Unrolled: this runs for every candle a backtest reads.
   const count = limbs.length
+  let last = limbs[count - 1]!
+  let lastDigits = 7
+  if (count > 1) {
+    // decimal.js drops zero limbs at the end, so the last one has a non-zero digit and this ends.
+    while (last % 10 === 0) {
+      last /= 10
+      lastDigits--
+    }
+  }
   let mantissa: number
-  if (count === 1) mantissa = limbs[0]!
-  else if (count === 2) mantissa = limbs[0]! * 1e7 + limbs[1]!
-  else if (count === 3) mantissa = (limbs[0]! * 1e7 + limbs[1]!) * 1e7 + limbs[2]!
+  if (count === 1) mantissa = last
+  else if (count === 2) mantissa = limbs[0]! * EXACT_POWERS_OF_TEN[lastDigits]! + last
+  else if (count === 3) mantissa = (limbs[0]! * 1e7 + limbs[1]!) * EXACT_POWERS_OF_TEN[lastDigits]! + last
   else return value.toNumber()
   if (mantissa > Number.MAX_SAFE_INTEGER) return value.toNumber()
-  const power = 7 * (Math.floor(value.e / 7) - (count - 1))
+  const power = 7 * (Math.floor(value.e / 7) - (count - 1)) + 7 - lastDigits
   if (power > 22 || power < -22) return value.toNumber()
   const magnitude = power >= 0 ? mantissa * EXACT_POWERS_OF_TEN[power]! : mantissa / EXACT_POWERS_OF_TEN[-power]!
   return value.s < 0 ? -magnitude : magnitude

@@ -21,7 +21,7 @@
  *   than `terminalMs`, or once the account has `terminalCount` newer ones; reads then
  *   answer as for an id never given out. Without one everything is kept.
  */
-import { compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, toFloat, ZERO } from "../domain/Decimal.js"
+import { compact, compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, toFloat, ZERO } from "../domain/Decimal.js"
 import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, divideDownFast, ESTIMATE_ERROR, levelSpacing } from "./Book.js"
@@ -671,13 +671,15 @@ export class MatchingEngine {
   private fill(order: Order, baseQty: Decimal, price: Decimal, liquidity: Liquidity, nowMs: number): void {
     const pair = order.pair
     const rate = liquidity === "maker" ? this.fees.maker : this.fees.taker
-    const quoteQty = baseQty.mul(price)
+    // The fill record keeps its amounts as long as fills are retained: products are made compact
+    // (see `compact`), or each would hold twice the memory it needs.
+    const quoteQty = compact(baseQty.mul(price))
     const base = this.wallet(order.uid, pair.base)
     const quote = this.wallet(order.uid, pair.quote)
     let fee: Decimal
     let feeAsset: string
     if (order.side === "buy") {
-      fee = baseQty.mul(rate)
+      fee = compact(baseQty.mul(rate))
       feeAsset = pair.base
       if (order.limitPrice === null) {
         quote.free = quote.free.sub(quoteQty)
@@ -690,7 +692,7 @@ export class MatchingEngine {
       }
       base.free = base.free.add(baseQty.sub(fee))
     } else {
-      fee = quoteQty.mul(rate)
+      fee = compact(quoteQty.mul(rate))
       feeAsset = pair.quote
       if (order.limitPrice === null) {
         base.free = base.free.sub(baseQty)
