@@ -67,9 +67,9 @@ const logLines = (run: Run): Array<Record<string, unknown>> =>
       }
     })
 
-const until = async (what: string, holds: () => boolean, timeoutMs: number): Promise<void> => {
+const until = async (what: string, holds: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> => {
   const end = Date.now() + timeoutMs
-  while (!holds()) {
+  while (!(await holds())) {
     if (Date.now() > end) throw new Error(`timed out waiting until ${what}`)
     await delay(25)
   }
@@ -208,18 +208,11 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     const lastRunId = async () => Number((await query<{ id: string | null }>(`SELECT max(run_id) AS id FROM optimize_runs`))[0]!.id ?? 0)
     // The library stores a request under ENTITY/ID/TAG/PRIMARY-KEY, and a trial's primary key is RUN/KEY.
     const messagesOf = (runId: number) => query<{ processed: boolean }>(`SELECT processed FROM cluster_messages WHERE message_id LIKE 'OptimizeTrial/%/RunTrial/${runId}/%'`)
-    const polled = async (what: string, holds: () => Promise<boolean>): Promise<void> => {
-      const end = Date.now() + 60_000
-      while (!(await holds())) {
-        if (Date.now() > end) throw new Error(`timed out waiting until ${what}`)
-        await delay(100)
-      }
-    }
     /** Starts a run with no worker running and kills it once its `trials` messages are stored. */
     const killedRun = async (path: string, trials: number): Promise<number> => {
       const before = await lastRunId()
       const run = svcbot(["optimize", ...common, "--space", path, "--cluster", pg.url])
-      await polled(`the run's ${trials} messages are stored`, async () => (await lastRunId()) > before && (await messagesOf(before + 1)).length === trials)
+      await until(`the run's ${trials} messages are stored`, async () => (await lastRunId()) > before && (await messagesOf(before + 1)).length === trials, 60_000)
       run.child.kill("SIGKILL")
       await run.exit
       return before + 1
@@ -238,7 +231,7 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     // Run A's three messages are answered by a worker after A was killed; run B's two wait for one.
     const answered = await killedRun(answeredSpace, 3)
     const worker = await startWorker("answering")
-    await polled("the worker answered run A", async () => (await messagesOf(answered)).filter((m) => m.processed).length === 3)
+    await until("the worker answered run A", async () => (await messagesOf(answered)).filter((m) => m.processed).length === 3, 60_000)
     worker.child.kill("SIGTERM")
     await worker.exit
     const waiting = await killedRun(waitingSpace, 2)
@@ -265,7 +258,7 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     // The unanswered ones are still delivered: a worker started now answers run B's trials.
     const late = await startWorker("late")
     const waitingKeys = async () => Number((await query<{ n: string }>(`SELECT count(*) AS n FROM optimize_results WHERE params LIKE '%"slowPeriod":25%' AND (params LIKE '%"fastPeriod":6,%' OR params LIKE '%"fastPeriod":7,%')`))[0]!.n)
-    await polled("the late worker answered run B", async () => (await waitingKeys()) === 2)
+    await until("the late worker answered run B", async () => (await waitingKeys()) === 2, 60_000)
     late.child.kill("SIGTERM")
     await late.exit
   }, 240_000)
