@@ -59,7 +59,7 @@ interface FillSpec {
 const STEPS = 4
 
 const scenario = fc
-  .array(fc.record({ symbol: fc.constantFrom("BTCUSDT" as const, "ETHUSDT" as const), other: fc.boolean(), attributedAt: fc.integer({ min: 0, max: STEPS - 1 }) }), {
+  .array(fc.record<OrderSpec>({ symbol: fc.constantFrom("BTCUSDT" as const, "ETHUSDT" as const), other: fc.boolean(), attributedAt: fc.integer({ min: 0, max: STEPS - 1 }) }), {
     minLength: 1,
     maxLength: 5
   })
@@ -67,7 +67,7 @@ const scenario = fc
     fc.record({
       orders: fc.constant(orders),
       fills: fc.array(
-        fc.record({
+        fc.record<FillSpec>({
           order: fc.integer({ min: 0, max: orders.length - 1 }),
           buy: fc.boolean(),
           qty: fc.integer({ min: 1, max: 300 }),
