@@ -172,23 +172,26 @@ export const toFloat = (value: Decimal): number => {
   if (limbs === null) return value.toNumber()
   // Unrolled: this runs for every candle a backtest reads.
   const count = limbs.length
-  let last = limbs[count - 1]!
-  let lastDigits = 7
-  if (count > 1) {
-    // decimal.js drops zero limbs at the end, so the last one has a non-zero digit and this ends.
-    while (last % 10 === 0) {
-      last /= 10
-      lastDigits--
-    }
-  }
+  let power = 7 * (Math.floor(value.e / 7) - (count - 1))
   let mantissa: number
-  if (count === 1) mantissa = last
-  else if (count === 2) mantissa = limbs[0]! * EXACT_POWERS_OF_TEN[lastDigits]! + last
-  else if (count === 3) mantissa = (limbs[0]! * 1e7 + limbs[1]!) * EXACT_POWERS_OF_TEN[lastDigits]! + last
-  else return value.toNumber()
-  if (mantissa > Number.MAX_SAFE_INTEGER) return value.toNumber()
-  const power = 7 * (Math.floor(value.e / 7) - (count - 1)) + 7 - lastDigits
-  if (power > 22 || power < -22) return value.toNumber()
+  if (count === 1) mantissa = limbs[0]!
+  else if (count === 2) mantissa = limbs[0]! * 1e7 + limbs[1]!
+  else if (count === 3) {
+    const head = limbs[0]! * 1e7 + limbs[1]!
+    mantissa = head * 1e7 + limbs[2]!
+    if (mantissa > Number.MAX_SAFE_INTEGER) {
+      // decimal.js drops zero limbs at the end, so the last one has a non-zero digit and this ends.
+      let last = limbs[2]!
+      let digits = 7
+      while (last % 10 === 0) {
+        last = (last / 10) | 0
+        digits--
+      }
+      mantissa = head * EXACT_POWERS_OF_TEN[digits]! + last
+      power += 7 - digits
+    }
+  } else return value.toNumber()
+  if (mantissa > Number.MAX_SAFE_INTEGER || power > 22 || power < -22) return value.toNumber()
   const magnitude = power >= 0 ? mantissa * EXACT_POWERS_OF_TEN[power]! : mantissa / EXACT_POWERS_OF_TEN[-power]!
   return value.s < 0 ? -magnitude : magnitude
 }
