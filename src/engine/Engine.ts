@@ -141,6 +141,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
         const left = unsentIntents > 0 || placementsInDoubt > 0 || !fillsSynced || (settings.cancelOnStop && ordersLeftOpen > 0)
         return { withdrawn, unsentIntents, placementsInDoubt, ordersLeftOpen, fillsSynced, left, tookMs: (yield* Clock.currentTimeMillis) - started }
       })
+
     // Registered before the startup reconcile: a stop that comes while it runs (or waits on the
     // budget) still cancels what the journal knows and syncs the fills. Once: the daemon may
     // run it earlier, right after its strategies stopped.
