@@ -129,14 +129,33 @@ const checkStep = (step: Decimal): void => {
 /** Zero without a sign: a quantized `-0` would print as "-0". */
 const unsigned = (value: Decimal): Decimal => (value.isZero() ? ZERO : value)
 
+/** Per tick or step size: its decimal places when it is a power of ten no more than 1 (0.01, 1), else null. */
+const powerOfTenPlaces = new WeakMap<Decimal, number | null>()
+
+/**
+ * The decimal places of a power-of-ten step, as tick and step sizes usually are, or null for any
+ * other step. Worked out once per step object: pair rules hold theirs for the whole run.
+ */
+const stepPlaces = (step: Decimal): number | null => {
+  let places = powerOfTenPlaces.get(step)
+  if (places === undefined) {
+    const dp = step.isFinite() ? step.decimalPlaces() : Number.NaN
+    places = Number.isInteger(dp) && step.eq(new Decimal(10).pow(-dp)) ? dp : null
+    powerOfTenPlaces.set(step, places)
+  }
+  return places
+}
+
 /**
  * Snaps `value` to a multiple of `step` (tick size or step size), rounding as told.
  * `toNearest` rounds the exact quotient to a whole number of steps, so no 64-digit
- * quotient is worked out and rounded twice.
+ * quotient is worked out and rounded twice; for a power-of-ten step, rounding at its
+ * decimal places is the same number without a division at all.
  */
 export const quantize = (value: Decimal, step: Decimal, rounding: Rounding): Decimal => {
   checkStep(step)
-  return unsigned(value.toNearest(step, Rounding[rounding]))
+  const places = stepPlaces(step)
+  return unsigned(places === null ? value.toNearest(step, Rounding[rounding]) : value.toDecimalPlaces(places, Rounding[rounding]))
 }
 
 /**
@@ -149,8 +168,14 @@ export const divideDown = (dividend: Decimal, divisor: Decimal, step: Decimal): 
   return unsigned(dividend.divToInt(divisor.mul(step)).mul(step))
 }
 
-/** True when `value` is an exact multiple of `step`. */
-export const isMultipleOf = (value: Decimal, step: Decimal): boolean => value.mod(step).isZero()
+/**
+ * True when `value` is an exact multiple of `step`. For a power-of-ten step that is a count of
+ * decimal places, not the 64-digit division a remainder takes.
+ */
+export const isMultipleOf = (value: Decimal, step: Decimal): boolean => {
+  const places = stepPlaces(step)
+  return places === null ? value.mod(step).isZero() : value.decimalPlaces() <= places
+}
 
 
 /** Powers of ten that a double holds exactly. */

@@ -289,27 +289,10 @@ export const RefusalCode = {
   orderNotOpen: ErrorCode.orderNotOpen
 } as const
 
-/** Per tick or step size: its decimal places when it is a power of ten no more than 1 (0.01, 1), else null. */
-const powerOfTenPlaces = new WeakMap<Decimal, number | null>()
-
-/**
- * Whether `value` (finite) is a whole number of `step`s. For a power-of-ten step, as tick and step
- * sizes usually are, that is a count of decimal places, not the 64-digit division a remainder takes.
- */
-const onStep = (value: Decimal, step: Decimal): boolean => {
-  let places = powerOfTenPlaces.get(step)
-  if (places === undefined) {
-    const dp = step.isFinite() ? step.decimalPlaces() : Number.NaN
-    places = Number.isInteger(dp) && step.eq(new Decimal(10).pow(-dp)) ? dp : null
-    powerOfTenPlaces.set(step, places)
-  }
-  return places === null ? isMultipleOf(value, step) : value.decimalPlaces() <= places
-}
-
 // Validation steps are module functions, not closures made per placement: placing is a hot path of a backtest.
 const positiveProblem = (field: string, value: Decimal, step: Decimal, stepName: string): Refusal | undefined => {
   if (!value.isFinite() || sign(value) <= 0) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
-  if (!onStep(value, step)) {
+  if (!isMultipleOf(value, step)) {
     return refuse(400, RefusalCode.invalidParameter, `${field} must be a multiple of the ${stepName} ${step.toFixed()}`, field, stepName === "tick size" ? "tick-size" : "step-size")
   }
   return undefined

@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { LosslessNumber } from "lossless-json"
 import { describe, expect, it } from "vitest"
-import { compact, compare, Decimal, divideDown, min, sign, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
+import { compact, compare, Decimal, divideDown, min, sign, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, Rounding, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
 
 /** Random decimals with up to 30 significant digits and up to 18 places. */
@@ -65,6 +65,21 @@ describe("Decimal", () => {
         expect(isMultipleOf(q, step)).toBe(true)
         expect(q.minus(value).abs().lt(step)).toBe(true)
       })
+    )
+  })
+
+  it("property: a power-of-ten step rounds at its decimal places to the same number decimal.js's toNearest gives, and other steps take toNearest itself", () => {
+    const steps = ["1", "0.1", "0.01", "0.00001", "0.000000000000000001", "0.5", "0.25", "10", "0.0002"]
+    const modes = ["down", "up", "halfEven", "halfUp", "floor", "ceil"] as const
+    fc.assert(
+      fc.property(decimalText, fc.constantFrom(...steps), fc.constantFrom(...modes), (text, stepText, mode) => {
+        const value = fromString(text)
+        const step = fromString(stepText)
+        const expected = value.toNearest(step, Rounding[mode])
+        expect(quantize(value, step, mode).eq(expected)).toBe(true)
+        expect(isMultipleOf(value, step)).toBe(value.mod(step).isZero())
+      }),
+      { numRuns: 3000 }
     )
   })
 
