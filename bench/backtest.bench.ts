@@ -50,10 +50,8 @@ const mainThreadSeconds = (): number | undefined => {
  * A full collection before each timed section, so the garbage left by generating
  * the tape is not charged to what is timed. Needs --expose-gc, which `npm run bench` passes.
  * The last-resort kind, because a plain `gc()` returns with the sweep of the half-gigabyte
- * tape heap still running on the collector's threads, which then ran through the timed
- * section: about 0.1 s of CPU beside the backtest's 0.4 s on two cores. Pausing 1.5 s after
- * a plain `gc()` gives the same rates, so it is that leftover work, not the compaction a
- * last-resort collection also does, that the figure no longer carries.
+ * tape heap still running on the collector's threads, and that work then ran through the
+ * timed section, beside the backtest on two cores.
  */
 const settleHeap = (): void => (globalThis as { gc?: (options: { type: "major"; execution: "sync"; flavor: "last-resort" }) => void }).gc?.({ type: "major", execution: "sync", flavor: "last-resort" })
 
