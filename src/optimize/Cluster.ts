@@ -70,11 +70,14 @@ export class WorkerUnfit extends Schema.TaggedError<WorkerUnfit>()("WorkerUnfit"
   }
 }
 
+/** A trial request's primary key: one message per run and trial, so a refusal stored for one run is never another's answer. */
+const requestKeyOf = (runId: number, key: string): string => `${runId}/${key}`
+
 const RunTrial = Rpc.make("RunTrial", {
   payload: { runId: Schema.Number, study: StudyRef, trial: TrialMessage },
   success: TrialAnswer,
   error: WorkerUnfit,
-  primaryKey: ({ runId, trial }) => `${runId}/${trial.key}`
+  primaryKey: ({ runId, trial }) => requestKeyOf(runId, trial.key)
 })
 
 export const TrialEntity = Entity.make("OptimizeTrial", [RunTrial]).annotateRpcs(ClusterSchema.Persisted, true)
@@ -84,7 +87,7 @@ export const TrialEntity = Entity.make("OptimizeTrial", [RunTrial]).annotateRpcs
  * entity's address and the tag (`Envelope.primaryKeyByAddress`). With two 64-digit keys it stays
  * under the 255 characters beyond which the library would store a digest instead.
  */
-const messageIdOf = (runId: number, key: string): string => `${TrialEntity.type}/${key}/${RunTrial._tag}/${runId}/${key}`
+const messageIdOf = (runId: number, key: string): string => `${TrialEntity.type}/${key}/${RunTrial._tag}/${requestKeyOf(runId, key)}`
 
 /**
  * Timings for a cluster of batch workers rather than long-lived services: a dead worker's
