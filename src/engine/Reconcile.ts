@@ -86,8 +86,15 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
       time: o.createdAt
     })
 
+    // The settle loop, the periodic pass, a pass asked for and the stop all look at the service's
+    // orders. Two looks at once would each decide on the journal as it was when they began: one
+    // adopts an order, then the other, whose open orders no longer offer that order as a stranger,
+    // proves it absent (a mismatch), or spends another order of the same terms on it and proves
+    // absent the placement that order was. One look at a time, each reading the journal when it begins.
+    const oneLook = yield* Effect.makeSemaphore(1)
+
     /** One look for every lost placement past its settle delay. */
-    const resolveUnknown: Effect.Effect<{ adopted: number; notPlaced: number; stillUnknown: number }, SvcError> = Effect.gen(
+    const resolveUnknown: Effect.Effect<{ adopted: number; notPlaced: number; stillUnknown: number }, SvcError> = oneLook.withPermits(1)(Effect.gen(
       function* () {
         const unknown = yield* journal.inStates(["unknown"])
         if (unknown.length === 0) return { adopted: 0, notPlaced: 0, stillUnknown: 0 }
@@ -128,10 +135,10 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
         }
         return { adopted, notPlaced, stillUnknown: unknown.length - adopted - notPlaced }
       }
-    )
+    ))
 
     /** Open orders vs journal: adopt strangers as external, poll journal orders the service no longer lists. */
-    const compareOpenOrders = Effect.gen(function* () {
+    const compareOpenOrders = oneLook.withPermits(1)(Effect.gen(function* () {
       const open = yield* client.openOrders()
       const now = yield* Clock.currentTimeMillis
       const listed = new Set(open.map((o) => o.clientOrderId))
@@ -156,7 +163,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
         }
       }
       return { external, inDoubt }
-    })
+    }))
 
     const pass = Effect.gen(function* () {
       const unknown = yield* resolveUnknown

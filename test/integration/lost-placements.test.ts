@@ -1,0 +1,67 @@
+/**
+ * A placement whose answer was lost while the venue then went away for longer than
+ * the absence window: when the venue is back, every reconcile that looks for it at
+ * once (the settle loop, the periodic pass, one asked for) must agree. One adopts it;
+ * none may then prove absent the order another just adopted, which would read as the
+ * ledger and the exchange disagreeing and hold health at degraded until a restart.
+ */
+import { Effect } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { Decimal } from "../../src/domain/Decimal.js"
+import { Engine } from "../../src/engine/Engine.js"
+import { OrderJournal } from "../../src/store/OrderJournal.js"
+import { startProxy } from "../support/proxy.js"
+import { startVenue } from "../support/venue.js"
+import { CapturedLog, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+describe("a lost placement found after an outage", () => {
+  it("is adopted once by concurrent reconciles, with no mismatch and health clear", async () => {
+    const venue = await startVenue()
+    cleanups.push(() => venue.close())
+    const proxy = await startProxy(Number(new URL(venue.url).port))
+    cleanups.push(() => proxy.stop())
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    const log = new CapturedLog()
+    // The settle delay keeps the background look away until the venue is off the network.
+    const settleDelayMs = 1000
+    // The shortest the settings allow: the signature's receive window and a margin.
+    const absenceWindowMs = 6000
+    const engine = await startEngine(
+      { url: proxy.url, keyId: venue.keyId, secret: venue.secret },
+      testOptions(db.path, { reconcile: { settleDelayMs, absenceWindowMs, intervalMs: 500 } }),
+      log
+    )
+    cleanups.push(() => engine.runtime.dispose())
+
+    const tags = ["a", "b", "c", "d"]
+    await venue.admin("POST", "/_venue/faults", { dropAcceptedResponses: tags.length })
+    await engine.run(
+      Effect.flatMap(Engine, (e) =>
+        e.submit("s", tags.map((tag) => ({ type: "limit", tag, symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("50000") })))
+      )
+    )
+    const lost = await engine.run(
+      eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.inStates(["unknown"])), (rows) => (rows.length === tags.length ? rows : undefined)), "four lost placements")
+    )
+    await proxy.stop()
+    // Past the absence window while unreachable: each look that finds nothing may now prove it absent.
+    await new Promise((resolve) => setTimeout(resolve, settleDelayMs + absenceWindowMs + 500))
+    await proxy.start()
+    const passes = await engine.run(Effect.flatMap(Engine, (e) => Effect.all(Array.from({ length: 6 }, () => e.reconcileNow), { concurrency: "unbounded" })))
+
+    const rows = await engine.run(Effect.flatMap(OrderJournal, (j) => Effect.forEach(tags, (tag) => j.latestByTag("s", tag))))
+    expect(rows.map((row) => row?.orderId).sort()).toEqual(lost.map((row) => row.orderId).sort())
+    for (const row of rows) expect(["accepted", "resting"]).toContain(row?.state)
+    expect(new Set(rows.map((row) => row?.clientOrderId)).size).toBe(tags.length)
+    expect(log.events("order.reconciled").filter((e) => e.outcome === "adopted").map((e) => e.tag).sort()).toEqual(tags)
+    expect(passes.reduce((n, p) => n + p.notPlaced, 0)).toBe(0)
+    expect(log.events("reconcile.mismatch")).toEqual([])
+    expect(await engine.run(Effect.flatMap(Engine, (e) => e.health))).toEqual([])
+  }, 60_000)
+})
