@@ -6,6 +6,7 @@
  *   intent -> submitting -> accepted -> pending/resting -> fill | rejected(code) | cancelled
  *   submitting -> unknown -> accepted | not_placed
  *   submitting -> refused(code)
+ *   intent/submitting -> refused(STOPPING) (withdrawn: the engine stopped before it was sent)
  *   accepted/pending/resting -> lost (the service no longer knows the order)
  */
 import { Data, Either } from "effect"
@@ -35,6 +36,8 @@ export const ORDER_EVENTS = [
   "refuse",
   /** The answer was lost: timeout, connection reset or 5xx. */
   "lose",
+  /** The engine stopped before any sender took the placement: it was never sent, and never will be. */
+  "withdraw",
   /** Reconciliation proved the lost placement never reached the book. */
   "proveAbsent",
   /** Order status kinds as the service reports them. */
@@ -59,8 +62,9 @@ const settlement = {
 } as const
 
 const TABLE: { readonly [S in OrderState]: { readonly [E in OrderEvent]?: OrderState } } = {
-  intent: { send: "submitting" },
-  submitting: { accept: "accepted", refuse: "refused", lose: "unknown" },
+  intent: { send: "submitting", withdraw: "refused" },
+  // A placement is marked submitting before it waits for a sender; until one takes it, it is not on the wire.
+  submitting: { accept: "accepted", refuse: "refused", lose: "unknown", withdraw: "refused" },
   accepted: settlement,
   // A stop-limit waits as pending until its stop triggers, then rests on the book.
   pending: settlement,

@@ -381,19 +381,14 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
 
     /**
      * Ends placements that never reached a sender as `refused` with code STOPPING, in one commit:
-     * nothing of them was sent, so the next start has nothing to send or reconcile for them. A
-     * placement still `intent` takes `send` first, the state machine's only way out of `intent`;
-     * both moves are in the one commit, so no reader ever sees it `submitting`. Returns how many
-     * were withdrawn.
+     * nothing of them was sent, so the next start has nothing to send or reconcile for them.
+     * Returns how many were withdrawn.
      */
     const withdraw = (rows: ReadonlyArray<OrderRow>): Effect.Effect<number> =>
       Effect.gen(function* () {
         if (rows.length === 0) return 0
         const now = yield* Clock.currentTimeMillis
-        const moves = rows.flatMap((row): Array<Move> => [
-          ...(row.state === "intent" ? [{ orderId: row.orderId, event: "send" as const, patch: {} }] : []),
-          { orderId: row.orderId, event: "refuse", patch: { code: STOPPING }, detail: WITHDRAWN }
-        ])
+        const moves = rows.map((row): Move => ({ orderId: row.orderId, event: "withdraw", patch: { code: STOPPING }, detail: WITHDRAWN }))
         // A write that fails (a full disk) must not stop the stop: the rows stay as they were, and its report counts them.
         const written = yield* Effect.exit(journal.transitionMany(moves, now))
         if (Exit.isFailure(written)) {
@@ -407,7 +402,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         for (const [i, m] of moves.entries()) {
           const outcome = written.value[i]!
           if (outcome._tag === "Left") yield* refusedMove(m.orderId, outcome.left, m.detail)
-          else if (outcome.right.state === "refused") withdrawn.push(outcome.right)
+          else withdrawn.push(outcome.right)
         }
         yield* announce(withdrawn, withdrawn.map(() => WITHDRAWN), now, true)
         return withdrawn.length

@@ -54,8 +54,9 @@ describe("order state machine", () => {
           const to = states[i]!
           // Nothing leaves a terminal state.
           expect(TERMINAL_STATES.has(from)).toBe(false)
-          // Only a placement being sent can be refused or lost.
-          if (to === "refused" || to === "unknown") expect(from).toBe("submitting")
+          // Only a placement being sent can be lost; refused, it was being sent or withdrawn unsent.
+          if (to === "unknown") expect(from).toBe("submitting")
+          if (to === "refused") expect(["intent", "submitting"]).toContain(from)
           // An order is on the book only after the service accepted it.
           if (LIVE_STATES.has(to) && !LIVE_STATES.has(from)) expect(["submitting", "unknown"]).toContain(from)
           // A lost placement ends adopted or proven absent, never re-sent.
