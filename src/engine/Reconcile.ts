@@ -37,8 +37,13 @@ export interface ReconcileReport {
 const sameOrNotShown = (ours: Decimal | null, theirs: Decimal | undefined) =>
   ours === null || theirs === undefined || ours.eq(theirs)
 
-/** Whether a candidate is the lost placement `order`: same terms, created near when it was sent. */
-export const matches = (order: OrderRow, candidate: Candidate, windowMs: number): boolean =>
+/** What reconciliation compares of a placement: its terms and when it was sent. */
+export type Placement = Pick<OrderRow, "symbol" | "side" | "type" | "baseQty" | "quoteOrderQty" | "limitPrice" | "stopPrice" | "sentAt">
+/** A placement whose answer was lost. */
+export type LostPlacement = Placement & Pick<OrderRow, "orderId" | "lostAt">
+
+/** Whether a candidate is the placement `order`: same terms, created near when it was sent. */
+export const matches = (order: Placement, candidate: Candidate, windowMs: number): boolean =>
   candidate.symbol === order.symbol &&
   candidate.side === order.side &&
   candidate.type === order.type &&
@@ -47,6 +52,42 @@ export const matches = (order: OrderRow, candidate: Candidate, windowMs: number)
   sameOrNotShown(order.limitPrice, candidate.limitPrice) &&
   sameOrNotShown(order.stopPrice, candidate.stopPrice) &&
   (order.sentAt === null || Math.abs(candidate.time - order.sentAt) <= windowMs)
+
+/** When a lost placement's answer was lost (a placement a crash left half-sent: when it was sent). */
+const lostAtOf = (order: LostPlacement): number => order.lostAt ?? order.sentAt ?? 0
+
+/** What one look decided for a lost placement; a placement it decided nothing for stays `unknown`. */
+export type LostDecision<P extends LostPlacement> =
+  | { readonly _tag: "adopt"; readonly order: P; readonly found: Candidate }
+  | { readonly _tag: "notPlaced"; readonly order: P }
+
+/**
+ * Decides lost placements past their settle delay against the strangers on the service, oldest
+ * placement first, each taking the oldest stranger it matches. A stranger that a placement still
+ * being sent (`sending`) also matches may be that placement's order, whose answer is on its way:
+ * the lost one waits for the next look rather than take it. One with no stranger is proven absent
+ * once the absence window has passed since its answer was lost.
+ */
+export const decideLost = <P extends LostPlacement>(
+  settled: ReadonlyArray<P>,
+  strangers: ReadonlyArray<Candidate>,
+  sending: ReadonlyArray<Placement>,
+  now: number,
+  settings: { readonly matchWindowMs: number; readonly absenceWindowMs: number }
+): Array<LostDecision<P>> => {
+  const pool = [...strangers].sort((a, b) => a.time - b.time)
+  const decisions: Array<LostDecision<P>> = []
+  for (const order of [...settled].sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0))) {
+    const index = pool.findIndex((c) => matches(order, c, settings.matchWindowMs))
+    if (index >= 0) {
+      if (sending.some((s) => matches(s, pool[index]!, settings.matchWindowMs))) continue
+      decisions.push({ _tag: "adopt", order, found: pool.splice(index, 1)[0]! })
+    } else if (lostAtOf(order) + settings.absenceWindowMs <= now) {
+      decisions.push({ _tag: "notPlaced", order })
+    }
+  }
+  return decisions
+}
 
 export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
   effect: Effect.gen(function* () {
@@ -99,22 +140,23 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
         const unknown = yield* journal.inStates(["unknown"])
         if (unknown.length === 0) return { adopted: 0, notPlaced: 0, stillUnknown: 0 }
         const now = yield* Clock.currentTimeMillis
-        const lostAt = (o: OrderRow) => o.lostAt ?? o.sentAt ?? 0
-        const settled = unknown.filter((o) => lostAt(o) + settings.settleDelayMs <= now)
+        const settled = unknown.filter((o) => lostAtOf(o) + settings.settleDelayMs <= now)
         if (settled.length === 0) return { adopted: 0, notPlaced: 0, stillUnknown: unknown.length }
         const open = (yield* client.openOrders()).map(asCandidate)
         yield* fillSync.syncOnce
-        const pool = [...(yield* candidates(open))].sort((a, b) => a.time - b.time)
+        const strangers = yield* candidates(open)
+        // Read after the last request: a placement answered meanwhile is no longer sending, and its order no longer a stranger.
+        const sending = yield* journal.inStates(["submitting"])
         let adopted = 0
         let notPlaced = 0
-        for (const order of settled.sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0))) {
-          const index = pool.findIndex((c) => matches(order, c, settings.matchWindowMs))
-          if (index >= 0) {
-            const [found] = pool.splice(index, 1)
+        for (const decision of decideLost(settled, strangers, sending, now, settings)) {
+          if (decision._tag === "adopt") {
+            // An answer recorded while this look was writing may have given the order to its own placement.
+            if ((yield* journal.byClientOrderId(decision.found.clientOrderId)) !== undefined) continue
             const row = yield* execution.move(
-              order.orderId,
+              decision.order.orderId,
               "accept",
-              { clientOrderId: found!.clientOrderId, acceptedAt: now, nextPollAt: 0 },
+              { clientOrderId: decision.found.clientOrderId, acceptedAt: now, nextPollAt: 0 },
               "found on the service after the answer was lost"
             )
             if (row !== undefined) {
@@ -127,10 +169,8 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
                 outcome: "adopted"
               })
             }
-          } else if (lostAt(order) + settings.absenceWindowMs <= now) {
-            if ((yield* execution.move(order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
-              notPlaced += 1
-            }
+          } else if ((yield* execution.move(decision.order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
+            notPlaced += 1
           }
         }
         return { adopted, notPlaced, stillUnknown: unknown.length - adopted - notPlaced }
