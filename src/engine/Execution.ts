@@ -287,7 +287,10 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
               : Effect.sync(() => cancelsSent.delete(row.orderId)).pipe(
                   Effect.zipRight(logEvent("request.failed", { what: "cancel", clientOrderId: row.clientOrderId, error: error.message }))
                 )
-          )
+          ),
+          // A cancel cut short (the stop ends the tracker round that sent it) may never have reached the
+          // service: forgotten, so that the stop's own cancel goes out instead of being taken for sent.
+          Effect.onInterrupt(() => Effect.sync(() => cancelsSent.delete(row.orderId)))
         )
       })
 
