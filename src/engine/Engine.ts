@@ -96,7 +96,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
         Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeoutOption(effect, Math.max(0, deadline - now)))
       const before = (deadline: number) => Effect.map(Clock.currentTimeMillis, (now) => now < deadline)
       yield* logEvent("app.stopping", { component: "engine", cancelOnStop: settings.cancelOnStop, stopWithinMs: settings.stopWithinMs })
-      const withdrawn = yield* execution.stopPlacements("the engine is stopping")
+      yield* execution.stopPlacements("the engine is stopping")
       yield* FiberSet.clear(background)
       yield* execution.awaitSends.pipe(until(by(0.4)))
       // A placement whose answer was lost may rest on the book: find it (within the absence window)
@@ -127,7 +127,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
         Effect.map(Option.getOrElse(() => false))
       )
       yield* execution.endSends
-      const report = yield* leftByStop(withdrawn, fillsSynced, started)
+      const report = yield* leftByStop(yield* execution.withdrawn, fillsSynced, started)
       yield* logEvent(report.left ? "engine.stop-incomplete" : "engine.stopped", { ...report, cancelOnStop: settings.cancelOnStop })
       return report
     })

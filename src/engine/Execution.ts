@@ -338,6 +338,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     }
     /** Set when the engine stops: from then on no placement is handed to a sender; each is withdrawn instead. */
     let withdrawing = false
+    /** Placements withdrawn since the stop began: at its call, and by a group or a submit that was under way then. */
+    let withdrawnCount = 0
     /** Marking a group and withdrawing take turns: a placement is either marked and sent, or withdrawn unsent, never both. */
     const marking = yield* Effect.makeSemaphore(1)
 
@@ -385,11 +387,10 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     /**
      * Ends placements that never reached a sender as `refused` with code STOPPING, in one commit:
      * nothing of them was sent, so the next start has nothing to send or reconcile for them.
-     * Returns how many were withdrawn.
      */
-    const withdraw = (rows: ReadonlyArray<OrderRow>): Effect.Effect<number> =>
+    const withdraw = (rows: ReadonlyArray<OrderRow>): Effect.Effect<void> =>
       Effect.gen(function* () {
-        if (rows.length === 0) return 0
+        if (rows.length === 0) return
         const now = yield* Clock.currentTimeMillis
         const moves = rows.map((row): Move => ({ orderId: row.orderId, event: "withdraw", patch: { code: STOPPING }, detail: WITHDRAWN }))
         // A write that fails (a full disk) must not stop the stop: the rows stay as they were, and its report counts them.
@@ -399,7 +400,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
             problem: `${rows.length} placements could not be withdrawn in the journal: an intent among them is sent by the next start, a submitting one reconciled`,
             detail: Cause.pretty(written.cause)
           })
-          return 0
+          return
         }
         const withdrawn: Array<OrderRow> = []
         for (const [i, m] of moves.entries()) {
@@ -407,8 +408,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           if (outcome._tag === "Left") yield* refusedMove(m.orderId, outcome.left, m.detail)
           else withdrawn.push(outcome.right)
         }
+        withdrawnCount += withdrawn.length
         yield* announce(withdrawn, withdrawn.map(() => WITHDRAWN), now, true)
-        return withdrawn.length
       })
 
     /**
@@ -420,9 +421,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       const taken = Chunk.toReadonlyArray(yield* Queue.takeAll(readyToSend))
       markedWaiting -= taken.length
       const queued = awaitingMark.splice(0).length
-      const withdrawn = yield* withdraw([...taken, ...(yield* journal.inStates(["intent"]))])
+      yield* withdraw([...taken, ...(yield* journal.inStates(["intent"]))])
       sendsDone(taken.length + queued)
-      return withdrawn
     })
 
     /**
@@ -433,7 +433,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
      */
     const markNextGroup = Effect.gen(function* () {
       // A placement queued after the stop began (its submit was under way) is withdrawn like the others.
-      if (withdrawing) return yield* Effect.asVoid(withdrawWaiting)
+      if (withdrawing) return yield* withdrawWaiting
       if (markedWaiting > markAhead || awaitingMark.length === 0) return
       const group = awaitingMark.splice(0, settings.execution.markGroupSize - markedWaiting)
       markedWaiting += group.length
@@ -700,6 +700,8 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
        * placement a sender still held stays `submitting`, for the next start's reconcile.
        */
       endSends: Effect.zipRight(FiberSet.clear(senders), recordAnswers),
+      /** How many placements the stop withdrew, counting those a group or a submit under way at its call withdrew later. */
+      withdrawn: Effect.sync(() => withdrawnCount),
       /** The strategies whose daily loss limit stopped their placements today (UTC). */
       killSwitchesToday: Effect.gen(function* () {
         const today = startOfUtcDay(yield* Clock.currentTimeMillis)
@@ -709,10 +711,9 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
        * Stops placements at shutdown, so that nothing new reaches the service: risk refuses new
        * intents, and every placement not yet handed to a sender is withdrawn (`refused`, code
        * STOPPING), now and whenever a submit under way queues one later. Placements a sender has
-       * taken may be on the wire: they are left to their answer, or to reconciliation. Returns
-       * how many were withdrawn now.
+       * taken may be on the wire: they are left to their answer, or to reconciliation.
        */
-      stopPlacements: (reason: string): Effect.Effect<number> =>
+      stopPlacements: (reason: string): Effect.Effect<void> =>
         Effect.sync(() => (blockProbeAt = Number.POSITIVE_INFINITY)).pipe(
           Effect.zipRight(Ref.set(bus.block, { code: STOPPING, fix: reason })),
           Effect.zipRight(
