@@ -35,6 +35,11 @@ export interface FillUpdate {
   readonly strategyId: string | null
   readonly tag: string | null
   readonly fill: LedgerFill
+  /**
+   * Published again, now with its strategy: the fill was synced while its order was a lost
+   * placement, which reconciliation adopted afterwards, so it went out first without one.
+   */
+  readonly late?: true
 }
 
 /** One thing the engine published, with its place in the publishing order (from 1). */

@@ -13,6 +13,7 @@ import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
 import type { OpenOrder } from "../svc/Api.js"
 import type { SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
+import { EngineBus } from "./EngineBus.js"
 import { Execution } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { Market } from "./Market.js"
@@ -97,6 +98,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
     const fillSync = yield* FillSync
     const execution = yield* Execution
     const market = yield* Market
+    const bus = yield* EngineBus
     const settings = (yield* EngineSettings).reconcile
 
     /** Orders on the service the journal does not know: open ones, and ones seen only through fills. */
@@ -168,6 +170,10 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
                 clientOrderId: row.clientOrderId,
                 outcome: "adopted"
               })
+              // Its fills synced before now went out without a strategy, the order being unknown then: its strategy hears of them now.
+              for (const fill of yield* ledger.forOrder(decision.found.clientOrderId)) {
+                yield* bus.publishFill({ strategyId: row.strategyId, tag: row.tag, fill, late: true })
+              }
             }
           } else if ((yield* execution.move(decision.order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
             notPlaced += 1

@@ -206,11 +206,16 @@ export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/Daemo
             Stream.runForEach(updates, ({ strategyId, symbol, state }) => Effect.sync(() => orders.inc({ strategy: strategyId ?? "", symbol, state })))
           )
         ),
-      /** Counts the engine's fills for the lifetime of the scope; subscribe before trading starts so none is missed. */
+      /**
+       * Counts the engine's fills for the lifetime of the scope; subscribe before trading starts so none is missed.
+       * A fill published again once its order was adopted was counted when it was first published.
+       */
       countFills: (updates: Stream.Stream<FillUpdate>): Effect.Effect<void, never, Scope.Scope> =>
         Effect.asVoid(
           Effect.forkScoped(
-            Stream.runForEach(updates, ({ strategyId, fill }) => Effect.sync(() => fills.inc({ strategy: strategyId ?? "", symbol: fill.symbol, side: fill.side })))
+            Stream.runForEach(updates, ({ strategyId, fill, late }) =>
+              late === true ? Effect.void : Effect.sync(() => fills.inc({ strategy: strategyId ?? "", symbol: fill.symbol, side: fill.side }))
+            )
           )
         ),
       /** Shows the budget of the key `keyId` (masked as in the logs) for the lifetime of the scope. */

@@ -4,11 +4,13 @@
  * once (the settle loop, the periodic pass, one asked for) must agree. One adopts it;
  * none may then prove absent the order another just adopted, which would read as the
  * ledger and the exchange disagreeing and hold health at degraded until a restart.
+ * A lost placement that filled before it was adopted: its strategy hears of the fills.
  */
-import { Effect } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { Engine } from "../../src/engine/Engine.js"
+import type { FillUpdate } from "../../src/engine/EngineBus.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { startProxy } from "../support/proxy.js"
 import { startVenue } from "../support/venue.js"
@@ -19,8 +21,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-describe("a lost placement found after an outage", () => {
-  it("is adopted once by concurrent reconciles, with no mismatch and health clear", async () => {
+describe("a lost placement", () => {
+  it("found after an outage: adopted once by concurrent reconciles, with no mismatch and health clear", async () => {
     const venue = await startVenue()
     cleanups.push(() => venue.close())
     const proxy = await startProxy(Number(new URL(venue.url).port))
@@ -63,5 +65,41 @@ describe("a lost placement found after an outage", () => {
     expect(passes.reduce((n, p) => n + p.notPlaced, 0)).toBe(0)
     expect(log.events("reconcile.mismatch")).toEqual([])
     expect(await engine.run(Effect.flatMap(Engine, (e) => e.health))).toEqual([])
+  }, 60_000)
+
+  it("that filled before it was adopted: its fills, first published without a strategy, reach the strategy once it is adopted", async () => {
+    const venue = await startVenue()
+    cleanups.push(() => venue.close())
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    const engine = await startEngine(venue, testOptions(db.path))
+    cleanups.push(() => engine.runtime.dispose())
+    const published: Array<FillUpdate> = []
+    const listening = engine.runtime.runFork(
+      Effect.scoped(Effect.flatMap(Engine, (e) => Effect.flatMap(e.fillUpdates(), (fills) => Stream.runForEach(fills, (u) => Effect.sync(() => published.push(u))))))
+    )
+    cleanups.push(() => engine.runtime.runPromise(Fiber.interrupt(listening)).then(() => undefined))
+
+    await venue.admin("POST", "/_venue/faults", { dropAcceptedResponses: 1 })
+    // Above the price: it fills at once, so the venue lists it only among the fills.
+    await engine.run(
+      Effect.flatMap(Engine, (e) =>
+        e.submit("s", [{ type: "limit", tag: "taker", symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("61000") }])
+      )
+    )
+    const adopted = await engine.run(
+      eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.latestByTag("s", "taker")), (row) => (row?.clientOrderId != null ? row : undefined)), "the placement adopted")
+    )
+    expect(engine.log.events("order.unknown")).toHaveLength(1)
+    expect(engine.log.events("order.reconciled")).toEqual([expect.objectContaining({ tag: "taker", outcome: "adopted" })])
+    const fillIds = ((await venue.admin("GET", `/_venue/fills?uid=${venue.uid}`)).fills as Array<{ fillId: unknown }>).map((f) => String(f.fillId))
+    expect(fillIds.length).toBeGreaterThan(0)
+    const ofOrder = (late: boolean) =>
+      published.filter((u) => u.fill.clientOrderId === adopted.clientOrderId && (u.late === true) === late)
+    await engine.run(eventually(Effect.sync(() => (ofOrder(true).length === fillIds.length ? true : undefined)), "the fills published with the strategy"))
+    expect(ofOrder(true).map((u) => [u.strategyId, u.tag, String(u.fill.fillId)]).sort()).toEqual(fillIds.map((id) => ["s", "taker", id]).sort())
+    // Each was first published as the sync found it, when no order of ours was known for it.
+    expect(ofOrder(false).map((u) => [u.strategyId, String(u.fill.fillId)]).sort()).toEqual(fillIds.map((id) => [null, id]).sort())
   }, 60_000)
 })

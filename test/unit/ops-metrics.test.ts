@@ -1,7 +1,7 @@
 import { Effect, Exit, Scope, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
-import type { OrderUpdate } from "../../src/engine/EngineBus.js"
+import type { FillUpdate, OrderUpdate } from "../../src/engine/EngineBus.js"
 import { DaemonMetrics, type StrategyFigures } from "../../src/ops/Metrics.js"
 import type { BudgetSnapshot } from "../../src/svc/Budget.js"
 
@@ -61,6 +61,39 @@ describe("daemon metrics", () => {
     expect(text).toContain('svcbot_orders_total{strategy="",symbol="ETHUSDT",state="cancelled"} 1')
     expect(text.match(/^svcbot_orders_total\{/gm)).toHaveLength(5)
     for (const unbounded of ["svc-123456", "svc-5", "grid-7", "i-1"]) expect(text).not.toContain(unbounded)
+  })
+
+  it("counts each fill once: not again when it is published again with its strategy after its order was adopted", async () => {
+    const fill = (fillId: string): FillUpdate["fill"] => ({
+      fillId,
+      clientOrderId: "svc-9",
+      symbol: "BTCUSDT",
+      side: "buy",
+      liquidity: "taker",
+      price: d("60000"),
+      baseQty: d("0.001"),
+      quoteQty: d("60"),
+      fee: d("0.06"),
+      feeAsset: "USDT",
+      time: 0,
+      raw: "{}"
+    })
+    const text = await exposed((metrics) =>
+      Effect.gen(function* () {
+        yield* metrics.countFills(
+          Stream.fromIterable<FillUpdate>([
+            // Synced while its order was a lost placement: no strategy yet.
+            { strategyId: null, tag: null, fill: fill("1") },
+            { strategyId: "dca", tag: "buy-1", fill: fill("1"), late: true },
+            { strategyId: "dca", tag: "buy-1", fill: fill("2") }
+          ])
+        )
+        yield* Effect.yieldNow()
+        yield* Effect.sleep(10)
+      })
+    )
+    expect(text).toContain('svcbot_fills_total{strategy="",symbol="BTCUSDT",side="buy"} 1')
+    expect(text).toContain('svcbot_fills_total{strategy="dca",symbol="BTCUSDT",side="buy"} 1')
   })
 
   it("shows each strategy's last heartbeat figures, exact decimals turned into numbers only here", async () => {
