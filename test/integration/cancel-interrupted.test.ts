@@ -11,8 +11,7 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { Execution } from "../../src/engine/Execution.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
-import { startVenue } from "../support/venue.js"
-import { eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+import { engineOnVenue, eventually } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -27,15 +26,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describe("a cancel interrupted while the client retried it", () => {
   it("is not taken for sent: the next cancel of the order goes out and cancels it", async () => {
-    const venue = await startVenue()
-    cleanups.push(() => venue.close())
-    const db = tempDbPath()
-    cleanups.push(db.cleanup)
-    const engine = await startEngine(
-      venue,
-      testOptions(db.path, { tracker: { restingPollMs: NEVER_MS }, fillSync: { intervalMs: NEVER_MS }, reconcile: { intervalMs: NEVER_MS } })
-    )
-    cleanups.push(() => engine.runtime.dispose())
+    const { venue, engine } = await engineOnVenue(cleanups, {
+      engine: { tracker: { restingPollMs: NEVER_MS }, fillSync: { intervalMs: NEVER_MS }, reconcile: { intervalMs: NEVER_MS } }
+    })
     const latest = Effect.flatMap(OrderJournal, (j) => j.latestByTag("mm", "bid"))
     await engine.run(
       Effect.flatMap(Engine, (e) =>

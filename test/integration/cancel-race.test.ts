@@ -10,8 +10,7 @@ import { afterEach, describe, expect, it, vi } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
-import { startVenue } from "../support/venue.js"
-import { eventually, isFinished, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+import { engineOnVenue, eventually, isFinished } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -23,16 +22,10 @@ const NEVER_MS = 120_000
 
 describe("a cancel that reaches the venue after its order filled", () => {
   it("is one info line order.cancel-too-late, no request.failed, sent once; the order is seen filled at once", async () => {
-    const venue = await startVenue()
-    cleanups.push(() => venue.close())
-    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
-    const db = tempDbPath()
-    cleanups.push(db.cleanup)
-    const engine = await startEngine(
-      venue,
-      testOptions(db.path, { tracker: { restingPollMs: NEVER_MS }, fillSync: { intervalMs: NEVER_MS }, reconcile: { intervalMs: NEVER_MS } })
-    )
-    cleanups.push(() => engine.runtime.dispose())
+    const { venue, engine } = await engineOnVenue(cleanups, {
+      price: "60000",
+      engine: { tracker: { restingPollMs: NEVER_MS }, fillSync: { intervalMs: NEVER_MS }, reconcile: { intervalMs: NEVER_MS } }
+    })
     const latest = Effect.flatMap(OrderJournal, (j) => j.latestByTag("mm", "bid"))
 
     await engine.run(

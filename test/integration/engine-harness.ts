@@ -17,6 +17,7 @@ import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../../src/store/OrderJournal.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { SvcClient } from "../../src/svc/SvcClient.js"
+import { type StartVenueOptions, startVenue } from "../support/venue.js"
 
 export interface VenueKey {
   readonly url: string
@@ -85,6 +86,24 @@ export const startEngine = async (venue: VenueKey, options: EngineOptions, log =
 }
 
 /** Re-evaluates `check` until it returns a value or the deadline passes (then fails with `what`). */
+/**
+ * A venue, a journal file and an engine trading on them, for one test; `cleanups` (run in
+ * reverse after the test) closes each. The venue's price is set when `price` is given.
+ */
+export const engineOnVenue = async (
+  cleanups: Array<() => Promise<void> | void>,
+  setup: { readonly venue?: StartVenueOptions; readonly price?: string; readonly engine?: Partial<EngineOptions> } = {}
+) => {
+  const venue = await startVenue(setup.venue)
+  cleanups.push(() => venue.close())
+  if (setup.price !== undefined) await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: setup.price })
+  const db = tempDbPath()
+  cleanups.push(db.cleanup)
+  const engine = await startEngine(venue, testOptions(db.path, setup.engine))
+  cleanups.push(() => engine.runtime.dispose())
+  return { venue, db, engine }
+}
+
 export const eventually = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, what: string, timeoutMs = 15_000) =>
   Effect.gen(function* () {
     const deadline = Date.now() + timeoutMs

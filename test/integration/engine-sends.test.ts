@@ -10,25 +10,16 @@ import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { query } from "../support/daemon.js"
-import { startVenue } from "../support/venue.js"
-import { eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+import { engineOnVenue, eventually } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-const setup = async () => {
-  // Room for a batch of placements at once: the default key allows 50 orders per 10 s.
-  const venue = await startVenue({ settleMs: 0, limits: { ordersPer10s: 1000, weightPerMinute: 100_000 } })
-  cleanups.push(() => venue.close())
-  await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
-  const db = tempDbPath()
-  cleanups.push(db.cleanup)
-  const engine = await startEngine(venue, testOptions(db.path))
-  cleanups.push(() => engine.runtime.dispose())
-  return { venue, engine, db }
-}
+// Room for a batch of placements at once: the default key allows 50 orders per 10 s.
+const setup = () =>
+  engineOnVenue(cleanups, { venue: { settleMs: 0, limits: { ordersPer10s: 1000, weightPerMinute: 100_000 } }, price: "60000" })
 
 /** Bids far below the last price: they rest and never fill. */
 const restingBids = (prefix: string, count: number): Array<PlaceIntent> =>

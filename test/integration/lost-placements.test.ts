@@ -14,7 +14,7 @@ import type { FillUpdate } from "../../src/engine/EngineBus.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { startProxy } from "../support/proxy.js"
 import { startVenue } from "../support/venue.js"
-import { CapturedLog, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+import { CapturedLog, engineOnVenue, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -68,13 +68,7 @@ describe("a lost placement", () => {
   }, 60_000)
 
   it("that filled before it was adopted: its fills, first published without a strategy, reach the strategy once it is adopted", async () => {
-    const venue = await startVenue()
-    cleanups.push(() => venue.close())
-    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
-    const db = tempDbPath()
-    cleanups.push(db.cleanup)
-    const engine = await startEngine(venue, testOptions(db.path))
-    cleanups.push(() => engine.runtime.dispose())
+    const { venue, engine } = await engineOnVenue(cleanups, { price: "60000" })
     const published: Array<FillUpdate> = []
     const listening = engine.runtime.runFork(
       Effect.scoped(Effect.flatMap(Engine, (e) => Effect.flatMap(e.fillUpdates(), (fills) => Stream.runForEach(fills, (u) => Effect.sync(() => published.push(u))))))
