@@ -111,7 +111,8 @@ const FIELDS: ReadonlySet<string> = new Set(["fillId", "clientOrderId", "symbol"
 /** Checks the fields in FillRow's order: the first problem is the one the Schema reports. */
 const decodeRow = (page: Page, index: number): Fill | Refusal => {
   const row = page.rows[index]
-  if (!isRecord(row)) return new Refusal("", `Expected a fill object, actual ${shown(row)}`)
+  // A number is no fill, whether the parse gave it natively or as a LosslessNumber object.
+  if (!isRecord(row) || isLosslessNumber(row)) return new Refusal("", `Expected a fill object, actual ${shown(row)}`)
   const { fillId, clientOrderId, symbol, side, liquidity, feeAsset, time } = row
   if (typeof fillId !== "string") return wrong(row, "fillId", "string")
   if (clientOrderId !== null && typeof clientOrderId !== "string") return wrong(row, "clientOrderId", "string or null")

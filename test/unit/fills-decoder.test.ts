@@ -10,7 +10,7 @@ import { Either, Schema } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
-import { LosslessNumber, parse, stringify } from "../../src/domain/Json.js"
+import { isLosslessNumber, LosslessNumber, parse, stringify } from "../../src/domain/Json.js"
 import { decodeErrorOf, type Fill, FillRow, FillsAnswer, type FillsPage } from "../../src/svc/Api.js"
 import { DecodeError } from "../../src/svc/Errors.js"
 import { decodeFillsPage, parseFillsAnswer } from "../../src/svc/FillsDecoder.js"
@@ -26,6 +26,9 @@ const referenceDecode = (json: unknown): Either.Either<FillsPage, DecodeError> =
   if (Either.isLeft(answer)) return Either.left(decodeErrorOf(ENDPOINT, answer.left))
   const fills: Array<Fill> = []
   for (const [index, row] of answer.right.fills.entries()) {
+    // A number where a row belongs is no row. The Schema would look into it for `fillId`, only
+    // because the parse holds each number as a LosslessNumber object; the field is the row itself.
+    if (isLosslessNumber(row)) return Either.left(new DecodeError({ endpoint: ENDPOINT, field: `fills[${index}]`, detail: "a number, not a fill" }))
     const decoded = decodeRow(row)
     if (Either.isLeft(decoded)) {
       const error = decodeErrorOf(ENDPOINT, decoded.left)
@@ -249,6 +252,14 @@ describe("fills decoder", () => {
     page.fills[3]!.side = "BUY"
     expectSame(JSON.stringify(page))
     expect(candidate(JSON.stringify(page))).toMatchObject({ left: { _tag: "DecodeError", endpoint: ENDPOINT, field: "fills[2].price" } })
+    // A row that is not an object is named itself, whatever it is, read natively or (an escaped key) through Json.parse.
+    for (const row of ["1.8", "0", "null", '"fill"', "[]"]) {
+      for (const fills of ["fills", "\\u0066ills"]) {
+        const text = `{"${fills}":[${row}],"nextCursor":null}`
+        expectSame(text)
+        expect(candidate(text)).toMatchObject({ left: { _tag: "DecodeError", field: "fills[0]" } })
+      }
+    }
   })
 
   it("property: parses any text to what Json.parse gives, or refuses it as Json.parse does", () => {
