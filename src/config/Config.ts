@@ -19,6 +19,12 @@ const oneOf = <const L extends readonly [string, ...Array<string>]>(...values: L
     Schema.compose(Schema.Literal(...values))
   )
 
+/** A bearer token as `Authorization: Bearer` carries it (RFC 6750's token68), long enough not to be guessed. */
+const HealthToken = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9\-._~+/]{32,512}={0,2}$/)).annotations({
+  description: "the bearer token that /metrics and the reasons of /healthz require (or SVC_HEALTH_TOKEN / SVC_HEALTH_TOKEN_FILE); 32 to 512 characters",
+  // One message for every way it is wrong, a wrong type included: a problem never quotes the secret.
+  message: () => ({ message: "must be 32 to 512 letters, digits or -._~+/ (a bearer token), e.g. the output of `openssl rand -hex 32`", override: true })
+})
 const Port = fix(Schema.Int.pipe(Schema.between(1, 65535)), "must be a TCP port number from 1 to 65535")
 const Millis = (what: string, min: number, max: number) =>
   fix(Schema.Int.pipe(Schema.between(min, max)), `must be ${what} in milliseconds, an integer from ${min} to ${max}`)
@@ -163,11 +169,17 @@ export const Config = Schema.Struct({
   health: Schema.optionalWith(
     Schema.Struct({
       port: Schema.optional(Port),
-      host: Schema.optionalWith(Schema.String, { default: () => "0.0.0.0", exact: true }),
+      /** Loopback unless set: `/metrics` and the reasons of `/healthz` are for this machine, or for callers that hold `token`. */
+      host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1", exact: true }),
+      /**
+       * The bearer token `/metrics` and the reasons of `/healthz` require, when set (or from
+       * `SVC_HEALTH_TOKEN` / `SVC_HEALTH_TOKEN_FILE`); without one both are open to whoever reaches the port.
+       */
+      token: Schema.optionalWith(Schema.Redacted(HealthToken), { exact: true }),
       /** The venue counts as unreachable (health not ready, `venue.unreachable`) when no request has succeeded for this long. */
       unreachableAfterMs: Schema.optionalWith(Millis("the unreachable threshold", 1000, 3600000), { default: () => 30000, exact: true })
     }),
-    { default: () => ({ host: "0.0.0.0", unreachableAfterMs: 30000 }), exact: true }
+    { default: () => ({ host: "127.0.0.1", unreachableAfterMs: 30000 }), exact: true }
   ),
   heartbeatMs: Schema.optionalWith(Millis("the heartbeat interval", 1000, 3600000), { default: () => 60000, exact: true }),
   engine: Schema.optionalWith(EngineConfig, {

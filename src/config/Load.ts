@@ -54,6 +54,23 @@ const setPath = (target: Record<string, unknown>, path: ReadonlyArray<string>, v
   node[path[path.length - 1]!] = value
 }
 
+const readSecretVariable = (env: Env, name: string): Either.Either<string | undefined, string> => {
+  const direct = env[name]
+  const file = env[`${name}_FILE`]
+  if (direct !== undefined && direct !== "" && file !== undefined && file !== "") {
+    return Either.left(`${name} and ${name}_FILE are both set: keep one (the _FILE form is for Docker secrets)`)
+  }
+  if (file !== undefined && file !== "") {
+    try {
+      // Secret files usually end with a newline that is not part of the value.
+      return Either.right(readFileSync(file, "utf8").replace(/\r?\n$/, ""))
+    } catch (cause) {
+      return Either.left(`${name}_FILE: cannot read ${file}: ${(cause as NodeJS.ErrnoException).code ?? "error"} (check the path and that the file is mounted)`)
+    }
+  }
+  return Either.right(direct === "" ? undefined : direct)
+}
+
 /** Environment variables that override file settings, for containers. */
 export const envOverrides: ReadonlyArray<{ readonly variable: string; readonly path: ReadonlyArray<string>; readonly integer?: boolean }> = [
   { variable: "SVC_MODE", path: ["mode"] },
@@ -63,6 +80,11 @@ export const envOverrides: ReadonlyArray<{ readonly variable: string; readonly p
   { variable: "SVC_HEALTH_PORT", path: ["health", "port"], integer: true },
   { variable: "SVC_LOG_LEVEL", path: ["log", "level"] },
   { variable: "SVC_ALERT_WEBHOOK_URL", path: ["alerts", "webhookUrl"] }
+]
+
+/** Secret settings the environment overrides, each from its variable or its `_FILE` form (a Docker secret). */
+export const envSecretOverrides: ReadonlyArray<{ readonly variable: string; readonly path: ReadonlyArray<string> }> = [
+  { variable: "SVC_HEALTH_TOKEN", path: ["health", "token"] }
 ]
 
 export const applyEnv = (raw: unknown, env: Env): { readonly value: unknown; readonly problems: ReadonlyArray<string> } => {
@@ -80,6 +102,11 @@ export const applyEnv = (raw: unknown, env: Env): { readonly value: unknown; rea
     // A base URL from the environment means a real exchange, not the embedded venue.
     if (variable === "SVC_BASE_URL") setPath(value, ["venue", "embedded"], false)
   }
+  for (const { variable, path } of envSecretOverrides) {
+    const secret = readSecretVariable(env, variable)
+    if (Either.isLeft(secret)) problems.push(secret.left)
+    else if (secret.right !== undefined) setPath(value, path, secret.right)
+  }
   return { value, problems }
 }
 
@@ -91,7 +118,9 @@ export const parseConfig = (raw: unknown, source: string, env: Env = {}): Either
   const decoded = decodeConfig(value)
   const all = [...problems, ...(Either.isLeft(decoded) ? describeProblems(decoded.left) : [])]
   if (all.length > 0) return Either.left(new ConfigError({ source, problems: all }))
-  return Either.right((decoded as Either.Right<never, Config>).right)
+  const config = (decoded as Either.Right<never, Config>).right
+  if (config.health.token !== undefined) registerSecret(Redacted.value(config.health.token))
+  return Either.right(config)
 }
 
 /** Reads, overrides and validates the config file at `path`. */
@@ -116,23 +145,6 @@ export const loadConfig = (path: string, env: Env = process.env): Effect.Effect<
 export interface Credentials {
   readonly apiKey: Redacted.Redacted<string>
   readonly apiSecret: Redacted.Redacted<string>
-}
-
-const readSecretVariable = (env: Env, name: string): Either.Either<string | undefined, string> => {
-  const direct = env[name]
-  const file = env[`${name}_FILE`]
-  if (direct !== undefined && direct !== "" && file !== undefined && file !== "") {
-    return Either.left(`${name} and ${name}_FILE are both set: keep one (the _FILE form is for Docker secrets)`)
-  }
-  if (file !== undefined && file !== "") {
-    try {
-      // Secret files usually end with a newline that is not part of the value.
-      return Either.right(readFileSync(file, "utf8").replace(/\r?\n$/, ""))
-    } catch (cause) {
-      return Either.left(`${name}_FILE: cannot read ${file}: ${(cause as NodeJS.ErrnoException).code ?? "error"} (check the path and that the file is mounted)`)
-    }
-  }
-  return Either.right(direct === "" ? undefined : direct)
 }
 
 /**

@@ -455,7 +455,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
 
     const health = yield* Health
     const metrics = Context.get(yield* Layer.build(DaemonMetrics.Default), DaemonMetrics)
-    if (config.health.port !== undefined) yield* serveHealth(health, metrics.exposition, config.health.host, config.health.port).pipe(Effect.orDie)
+    if (config.health.port !== undefined) yield* serveHealth(health, metrics.exposition, config.health.host, config.health.port, config.health.token).pipe(Effect.orDie)
 
     const { baseUrl, credentials } = yield* connect(options)
     const keyId = Redacted.value(credentials.apiKey)

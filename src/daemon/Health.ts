@@ -13,9 +13,15 @@
  *
  * The same server answers `GET /metrics` with the daemon's Prometheus metrics
  * (src/ops/Metrics.ts), so one port serves both the orchestrator and the scraper.
+ *
+ * With a token configured (`health.token`), `/metrics` answers only a request that
+ * carries it as `Authorization: Bearer TOKEN` (401 otherwise), and `/healthz` gives
+ * its reasons only to such a request: they name strategies, limits and the exchange.
+ * Everyone else gets the bare status and its HTTP code, all an orchestrator needs.
  */
-import { createServer, type Server } from "node:http"
-import { Effect, Layer, Logger, Ref, Schedule, type Scope } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { createServer, type IncomingMessage, type Server } from "node:http"
+import { Effect, Layer, Logger, Redacted, Ref, Schedule, type Scope } from "effect"
 import { lineOf, logEvent } from "../log/Logger.js"
 
 export type HealthStatus = "starting" | "ready" | "degraded"
@@ -98,19 +104,41 @@ export const healthLogHook = (health: Health): Layer.Layer<never> =>
 /** The Prometheus text exposition and its content type, as `GET /metrics` serves it. */
 export type MetricsExposition = Effect.Effect<{ readonly contentType: string; readonly body: string }>
 
-/** Serves `GET /healthz` and `GET /metrics` on host:port for the lifetime of the scope. */
-export const serveHealth = (health: Health, metrics: MetricsExposition, host: string, port: number) =>
+const sha256 = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest()
+
+/**
+ * Whether a request carries `Authorization: Bearer TOKEN` with the token whose digest is `expected`.
+ * Digests of equal length are compared in constant time, so neither the token's bytes nor its length show in the timing.
+ */
+const carriesToken = (request: IncomingMessage, expected: Buffer): boolean =>
+  timingSafeEqual(sha256(/^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""), expected)
+
+/**
+ * Serves `GET /healthz` and `GET /metrics` on host:port for the lifetime of the scope; with
+ * `token`, `/metrics` and the reasons of `/healthz` only to a request that carries it.
+ */
+export const serveHealth = (health: Health, metrics: MetricsExposition, host: string, port: number, token?: Redacted.Redacted<string>) =>
   Effect.acquireRelease(
     Effect.async<Server, Error>((resume) => {
+      const expected = token === undefined ? undefined : sha256(Redacted.value(token))
+      const trusted = (request: IncomingMessage): boolean => expected === undefined || carriesToken(request, expected)
       const server = createServer((request, response) => {
         const path = request.method === "GET" ? request.url?.split("?")[0] : undefined
         if (path === "/healthz") {
           void Effect.runPromise(health.report).then((current) =>
-            response.writeHead(current.status === "ready" ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify(current))
+            response
+              .writeHead(current.status === "ready" ? 200 : 503, { "content-type": "application/json" })
+              .end(JSON.stringify(trusted(request) ? current : { status: current.status }))
           )
           return
         }
         if (path === "/metrics") {
+          if (!trusted(request)) {
+            response
+              .writeHead(401, { "content-type": "application/json", "www-authenticate": 'Bearer realm="svcbot"' })
+              .end('{"error":"unauthorized: send the health token (health.token) as Authorization: Bearer TOKEN"}')
+            return
+          }
           void Effect.runPromise(metrics).then(({ contentType, body }) => response.writeHead(200, { "content-type": contentType }).end(body))
           return
         }

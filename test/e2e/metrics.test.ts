@@ -2,12 +2,13 @@
  * `GET /metrics` of a running daemon, the way Prometheus scrapes it: `svcbot run`
  * as a child process on the embedded svc-venue places orders and gets fills, and
  * its exposition is read as text and held against the daemon's SQLite ledger.
+ * The health server listens where it does by default, with a token from a Docker-style secret file.
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { freeLoopbackPort, killAll, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
+import { events, freeLoopbackPort, killAll, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
 import { maskKeyId } from "../../src/log/Redaction.js"
 import { devTradeKey } from "../../src/venue/Accounts.js"
 
@@ -82,20 +83,22 @@ const valueOf = (families: ReadonlyMap<string, Family>, name: string, labels: Re
 }
 
 const DCA = "dca-metrics"
+const TOKEN = "e2e-metrics-token_0123456789abcdef"
 const GRID = "grid-metrics"
 
 describe("GET /metrics of a running daemon", () => {
   it("parses, counts what the ledger holds, shows PnL, budgets and latency, and carries no secret", async () => {
     const port = await freeLoopbackPort()
     const dir = mkdtempSync(join(tmpdir(), "svcbot-metrics-"))
-    const setup = { configPath: join(dir, "config.json"), dbPath: join(dir, "svcbot.db") }
+    const setup = { configPath: join(dir, "config.json"), dbPath: join(dir, "svcbot.db"), tokenPath: join(dir, "svc_health_token") }
+    writeFileSync(setup.tokenPath, `${TOKEN}\n`)
     writeFileSync(
       setup.configPath,
       JSON.stringify({
         mode: "paper",
         venue: { embedded: true, tape: "synthetic:42", tickMs: 500, settleMs: 50 },
         database: { path: setup.dbPath },
-        health: { host: "127.0.0.1", port },
+        health: { port },
         heartbeatMs: 1000,
         strategies: [
           // Two buys and no more: the ledger stops moving, so the counters can be held against it exactly.
@@ -111,9 +114,13 @@ describe("GET /metrics of a running daemon", () => {
         ]
       })
     )
-    const run = svcbot(["run", "--config", setup.configPath])
+    const run = svcbot(["run", "--config", setup.configPath], { SVC_HEALTH_TOKEN_FILE: setup.tokenPath })
     await waitForEvent(run, "config.loaded", 60_000)
     const url = `http://127.0.0.1:${port}/metrics`
+    const listening = events(run).find((e) => e.event === "health.listening")
+    expect(listening?.metrics).toBe(url)
+    expect((await fetch(url)).status).toBe(401)
+    expect((await fetch(url, { headers: { authorization: "Bearer not-the-token-not-the-token-not" } })).status).toBe(401)
 
     const dcaFills = () =>
       query<{ n: number }>(setup.dbPath, "SELECT count(*) AS n FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id WHERE o.strategy_id = ?", DCA)[0]!.n
@@ -128,7 +135,7 @@ describe("GET /metrics of a running daemon", () => {
     // The scrape that has caught up: fills reach the counter after the ledger, PnL with the next heartbeat.
     await pollUntil(
       async () => {
-        response = await fetch(url)
+        response = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } })
         text = await response.text()
         families = parseExposition(text)
         const counted = samplesOf(families, "svcbot_fills_total", { strategy: DCA }).reduce((sum, s) => sum + s.value, 0)
@@ -183,6 +190,7 @@ describe("GET /metrics of a running daemon", () => {
     }
     expect(text).not.toContain(devTradeKey.secret)
     expect(text).not.toContain(devTradeKey.keyId)
+    expect(run.lines.join("\n")).not.toContain(TOKEN)
 
     run.child.kill("SIGTERM")
     expect(await run.exit).toBe(0)

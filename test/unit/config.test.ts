@@ -63,6 +63,54 @@ describe("config", () => {
     expect(config.health.port).toBe(8081)
   })
 
+  it("health listens on loopback unless health.host is set", () => {
+    expect(Either.getOrThrow(parseConfig({}, "x", {})).health.host).toBe("127.0.0.1")
+    expect(Either.getOrThrow(parseConfig({ health: { port: 8081 } }, "x", {})).health.host).toBe("127.0.0.1")
+    expect(Either.getOrThrow(parseConfig({ health: { host: "0.0.0.0", port: 8081 } }, "x", {})).health.host).toBe("0.0.0.0")
+  })
+
+  describe("the health token", () => {
+    const TOKEN = "f0e1d2c3b4a5968778695a4b3c2d1e0f"
+    const tokenOf = (raw: unknown, env: Record<string, string>) => Either.getOrThrow(parseConfig(raw, "x", env)).health.token
+
+    it("comes from health.token, SVC_HEALTH_TOKEN or SVC_HEALTH_TOKEN_FILE (its last newline dropped), Redacted", () => {
+      const dir = mkdtempSync(join(tmpdir(), "svcbot-config-"))
+      writeFileSync(join(dir, "token"), `${TOKEN}\n`)
+      for (const token of [tokenOf({ health: { token: TOKEN } }, {}), tokenOf({}, { SVC_HEALTH_TOKEN: TOKEN }), tokenOf({}, { SVC_HEALTH_TOKEN_FILE: join(dir, "token") })]) {
+        expect(Redacted.isRedacted(token)).toBe(true)
+        expect(Redacted.value(token!)).toBe(TOKEN)
+        expect(String(token)).not.toContain(TOKEN)
+      }
+      expect(tokenOf({}, {})).toBeUndefined()
+    })
+
+    it("is refused short, not a string, with spaces, or set twice, and no problem shows it", () => {
+      const short = "abc123"
+      const spaced = `${TOKEN} ${TOKEN}`
+      const problems = [
+        ...problemsOf({ health: { token: short } }),
+        ...problemsOf({ health: { token: 123456789012345 } }),
+        ...problemsOf({}, { SVC_HEALTH_TOKEN: spaced }),
+        ...problemsOf({}, { SVC_HEALTH_TOKEN: TOKEN, SVC_HEALTH_TOKEN_FILE: "/run/secrets/svc_health_token" }),
+        ...problemsOf({}, { SVC_HEALTH_TOKEN_FILE: "/nonexistent/token" })
+      ]
+      expect(problems.filter((p) => p.startsWith("health.token: must be 32 to 512"))).toHaveLength(3)
+      expect(problems).toContain("SVC_HEALTH_TOKEN and SVC_HEALTH_TOKEN_FILE are both set: keep one (the _FILE form is for Docker secrets)")
+      expect(problems.some((p) => p.startsWith("SVC_HEALTH_TOKEN_FILE: cannot read /nonexistent/token: ENOENT"))).toBe(true)
+      for (const problem of problems) for (const secret of [short, "123456789012345", TOKEN]) expect(problem).not.toContain(secret)
+    })
+
+    it("is registered for redaction: a log line that carries it shows [REDACTED]", async () => {
+      const token = "9a8b7c6d5e4f30211203f4e5d6c7b8a9"
+      tokenOf({}, { SVC_HEALTH_TOKEN: token })
+      const lines: Array<string> = []
+      const destination = new Writable({ write: (chunk, _encoding, done) => { lines.push(String(chunk)); done() } })
+      await Effect.runPromise(Log.logEvent("request.failed", { detail: `Authorization: Bearer ${token}` }).pipe(Effect.provide(Log.layer({ destination, pretty: false }))))
+      expect(lines.join("")).toContain("Bearer [REDACTED]")
+      expect(lines.join("")).not.toContain(token)
+    })
+  })
+
   it("a missing or malformed file is a clear error", async () => {
     const dir = mkdtempSync(join(tmpdir(), "svcbot-config-"))
     const missing = await Effect.runPromise(Effect.either(loadConfig(join(dir, "nope.json"), {})))

@@ -1,6 +1,9 @@
 import { execFile } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 /** Runs the image's HEALTHCHECK command; resolves with its exit code and stderr. */
@@ -12,7 +15,14 @@ const healthcheck = (args: ReadonlyArray<string>, env: Record<string, string> = 
   })
 
 describe("container health check", () => {
+  const TOKEN = "0123456789abcdef0123456789abcdef"
   const server = createServer((request, response) => {
+    // As svcbot with a health token: the reasons only to a request that carries it.
+    if (request.url === "/tokened") {
+      response.statusCode = 503
+      response.end(request.headers.authorization === `Bearer ${TOKEN}` ? '{"status":"degraded","reasons":["daily loss limit reached"]}' : '{"status":"degraded"}')
+      return
+    }
     response.statusCode = request.url === "/healthz" ? 200 : 503
     response.end(request.url === "/healthz" ? '{"status":"ready","reasons":[]}' : '{"status":"degraded","reasons":["daily loss limit reached"]}')
   })
@@ -32,6 +42,21 @@ describe("container health check", () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("HTTP 503")
     expect(result.stderr).toContain("daily loss limit reached")
+  })
+
+  it("sends the health token from SVC_HEALTH_TOKEN or SVC_HEALTH_TOKEN_FILE, so the reasons reach docker inspect", async () => {
+    const url = `http://127.0.0.1:${port}/tokened`
+    const file = join(mkdtempSync(join(tmpdir(), "svcbot-healthcheck-")), "svc_health_token")
+    writeFileSync(file, `${TOKEN}\n`)
+    for (const env of [{ SVC_HEALTH_TOKEN: TOKEN }, { SVC_HEALTH_TOKEN_FILE: file }]) {
+      const result = await healthcheck([url], env)
+      expect(result.code).toBe(1)
+      expect(result.stderr, JSON.stringify(env)).toContain("daily loss limit reached")
+    }
+    // Without the token the status alone still decides.
+    const bare = await healthcheck([url], { SVC_HEALTH_TOKEN: "" })
+    expect(bare.code).toBe(1)
+    expect(bare.stderr).toContain('HTTP 503: {"status":"degraded"}')
   })
 
   it("is unhealthy when nothing listens", async () => {
