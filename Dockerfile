@@ -40,13 +40,16 @@ COPY ops/healthcheck.mjs ./ops/healthcheck.mjs
 # Strategies of your own are mounted, not built in: `-v ./my-strategies:/strategies:ro` and
 # "strategy": "/strategies/FILE.ts" in the config. A .ts plugin compiles at load through tsx,
 # a production dependency kept by the prune above (docs/operations.md, "Strategies of your own").
-# The only writable path: the database lives in a volume, the root filesystem can be read-only.
-RUN mkdir -p /app/data && chown node:node /app/data
-VOLUME ["/app/data"]
+# The only writable paths: the database and the promotion evidence live in volumes, the root
+# filesystem can be read-only. Both exist here, owned by the unprivileged user, because a new named
+# volume takes the owner and mode of the image's folder it is mounted on (a folder missing from the
+# image becomes a root-owned volume the bot cannot write).
+RUN mkdir -p /app/data /app/evidence && chown node:node /app/data /app/evidence && chmod 0700 /app/data /app/evidence
+VOLUME ["/app/data", "/app/evidence"]
 # The image's `node` user, by number so that orchestrators can verify it is not root.
 USER 1000:1000
 EXPOSE 8081
-HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "/app/ops/healthcheck.mjs"]
 # SIGTERM starts the daemon's orderly shutdown, which cancels open orders first;
 # give it time with `docker stop -t 30` or compose's stop_grace_period.

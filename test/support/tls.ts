@@ -12,12 +12,13 @@ export interface SelfSigned {
   readonly key: string
 }
 
-export const selfSigned = (prefix: string): SelfSigned => {
+/** `subjectAltName` in openssl's form; a container test adds the compose service's name (`DNS:venue`). */
+export const selfSigned = (prefix: string, subjectAltName = "IP:127.0.0.1"): SelfSigned => {
   const dir = mkdtempSync(join(tmpdir(), `${prefix}-`))
   const certPath = join(dir, "cert.pem")
   execFileSync("openssl", [
     "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", certPath
+    "-addext", `subjectAltName=${subjectAltName}`, "-keyout", join(dir, "key.pem"), "-out", certPath
   ], { stdio: "ignore" })
   return { dir, certPath, cert: readFileSync(certPath, "utf8"), key: readFileSync(join(dir, "key.pem"), "utf8") }
 }

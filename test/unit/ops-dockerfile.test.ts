@@ -145,7 +145,7 @@ describe("the production image", () => {
 
   it("keeps data in a volume the unprivileged user owns and checks health on SVC_HEALTH_PORT", () => {
     expect(dockerfile).toMatch(/SVC_DATABASE_PATH=\/app\/data\//)
-    expect(dockerfile).toMatch(/VOLUME \["\/app\/data"\]/)
+    expect(dockerfile).toMatch(/VOLUME \["\/app\/data", "\/app\/evidence"\]/)
     expect(dockerfile).toMatch(/chown node:node \/app\/data/)
     const port = /SVC_HEALTH_PORT=(\d+)/.exec(dockerfile)?.[1]
     expect(port).toBeDefined()
