@@ -3,19 +3,32 @@
  * loaded (config, venue accounts); the logger scrubs every registered value from
  * each line before it is written, on top of pino's path-based redaction.
  */
-const secrets = new Set<string>()
+/** Every form a registered secret can take in a line, longest first so that no shorter form cuts into a longer one. */
+let secretForms: ReadonlyArray<string> = []
+
+/** JSON's escaping of a string's characters (`"` and `\` and control characters), without the quotes. */
+const jsonEscaped = (text: string): string => JSON.stringify(text).slice(1, -1)
+
+/**
+ * The forms a secret takes on its way into a line: as it is; JSON-escaped, as a field's value
+ * is written, and twice, as a JSON text inside a field is (an answer's body); and URL-encoded,
+ * as a path or query carries it (a form body writes a space as `+`).
+ */
+const formsOf = (secret: string): ReadonlyArray<string> => {
+  return [secret, jsonEscaped(secret), jsonEscaped(jsonEscaped(secret)), encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)]
+}
 
 /** Registers a secret so that no log line can carry it. Short values are ignored: they would mask ordinary text. */
 export const registerSecret = (value: string): void => {
-  if (value.length >= 8) secrets.add(value)
+  if (value.length >= 8) secretForms = [...new Set([...secretForms, ...formsOf(value)])].sort((a, b) => b.length - a.length)
 }
 
 export const REDACTED = "[REDACTED]"
 
 export const scrub = (line: string): string => {
   let out = line
-  for (const secret of secrets) {
-    if (out.includes(secret)) out = out.split(secret).join(REDACTED)
+  for (const form of secretForms) {
+    if (out.includes(form)) out = out.split(form).join(REDACTED)
   }
   return out
 }

@@ -46,6 +46,38 @@ describe("logger", () => {
     expect(output).toContain(key.slice(0, 12))
   })
 
+  it("censors a secret holding \" and \\ in every form it reaches a line: as written, JSON-escaped once and twice, URL- and form-encoded", async () => {
+    const secret = 'pa"ss\\wo rd/ü+%&=;'
+    registerSecret(secret)
+    const { lines, layer } = capture()
+    await Effect.runPromise(
+      Log.logEvent("request.failed", {
+        detail: `sent with ${secret}`,
+        body: JSON.stringify({ error: "refused", password: secret }),
+        url: `https://hooks.example.com/alert?token=${encodeURIComponent(secret)}`,
+        form: new URLSearchParams({ token: secret, user: "svcbot" }).toString(),
+        path: `/api/keys/${encodeURIComponent(secret)}/revoke`
+      }).pipe(Effect.provide(layer))
+    )
+    const output = lines.join("\n")
+    console.log(`the log line of a secret holding " and \\:\n${output}`)
+    // What a reader of the line gets back from each field by decoding it the way it was encoded.
+    const decodings = (value: string): ReadonlyArray<string> => {
+      const out = [value]
+      try { out.push(JSON.stringify(JSON.parse(value))) } catch { /* not JSON */ }
+      try { out.push(decodeURIComponent(value)) } catch { /* not URL-encoded */ }
+      out.push(...new URLSearchParams(value.split("?").pop()).values())
+      return out
+    }
+    const fields = JSON.parse(lines[0]!) as Record<string, string>
+    for (const name of ["detail", "body", "url", "form", "path"]) {
+      expect(fields[name], name).toContain(REDACTED)
+      for (const decoded of decodings(fields[name]!)) expect(decoded, name).not.toContain(secret)
+    }
+    for (const form of [secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)]) expect(output).not.toContain(form)
+    expect(fields.body).toBe(JSON.stringify({ error: "refused", password: REDACTED }))
+  })
+
   it("writes an event's fields and the annotations set around it in one line, the event's own fields winning", async () => {
     const { lines, layer } = capture()
     await Effect.runPromise(
