@@ -128,7 +128,7 @@ export const project = async (suffix: string, options: { readonly env?: Record<s
       const id = await container(service)
       if (id === undefined) throw new Error(`${name}: service ${service} has no container`)
       const answer = runSync("docker", ["inspect", id])
-      const [container] = JSON.parse(answer.stdout) as [{
+      const [found] = JSON.parse(answer.stdout) as [{
         State: { Status: string; ExitCode: number; Health?: { Status: string } }
         RestartCount: number
         Config: { User: string }
@@ -136,15 +136,15 @@ export const project = async (suffix: string, options: { readonly env?: Record<s
         Mounts: Array<{ Type: string; Source: string }>
       }]
       return {
-        user: container.Config.User,
-        readOnlyRootfs: container.HostConfig.ReadonlyRootfs,
-        capDrop: container.HostConfig.CapDrop ?? [],
-        securityOpt: container.HostConfig.SecurityOpt ?? [],
-        binds: container.Mounts.filter((m) => m.Type === "bind").map((m) => m.Source),
-        status: container.State.Status,
-        health: container.State.Health?.Status,
-        restarts: container.RestartCount,
-        exitCode: container.State.ExitCode
+        user: found.Config.User,
+        readOnlyRootfs: found.HostConfig.ReadonlyRootfs,
+        capDrop: found.HostConfig.CapDrop ?? [],
+        securityOpt: found.HostConfig.SecurityOpt ?? [],
+        binds: found.Mounts.filter((m) => m.Type === "bind").map((m) => m.Source),
+        status: found.State.Status,
+        health: found.State.Health?.Status,
+        restarts: found.RestartCount,
+        exitCode: found.State.ExitCode
       }
     },
     down: async () => {
