@@ -4,10 +4,10 @@
  * folds) and one row per trial result, keyed by run id and trial key and written
  * once. The schema is this module's; the daemon's migrations never touch the file.
  */
-import { mkdirSync } from "node:fs"
-import { dirname, resolve } from "node:path"
+import { resolve } from "node:path"
 import BetterSqlite3 from "better-sqlite3"
 import { Data } from "effect"
+import { createDatabaseFile } from "../store/Database.js"
 import type { MetricsJson } from "./Objective.js"
 import type { Trial, TrialResult } from "./Trial.js"
 
@@ -138,11 +138,11 @@ export class ResultsStore implements ResultsBackend {
     readonly where: string
   ) {}
 
-  /** Opens (creating when missing) the results file; refuses one written by a newer svcbot. */
+  /** Opens (creating when missing, for its owner only) the results file; refuses one written by a newer svcbot. */
   static open(path: string): ResultsStore {
-    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true })
     let db: BetterSqlite3.Database | undefined
     try {
+      createDatabaseFile(path)
       db = new BetterSqlite3(path)
       db.pragma("journal_mode = WAL")
       db.pragma("foreign_keys = ON")

@@ -6,20 +6,36 @@
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Effect } from "effect"
-import { mkdirSync } from "node:fs"
+import { closeSync, mkdirSync, openSync } from "node:fs"
 import { type FileHandle, open } from "node:fs/promises"
 import { dirname } from "node:path"
 import { logEvent } from "../log/Logger.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, migrate, MigrationFailed, readMigrations } from "./Migrations.js"
 
 export interface DatabaseOptions {
-  /** Path of the SQLite file; its directory is created when missing. */
+  /** Path of the SQLite file; it and its directory are created when missing, for its owner only. */
   readonly path: string
   readonly migrationsDir?: string
 }
 
+/**
+ * Creates a database file that does not exist yet, readable and writable by its owner alone (0600),
+ * in a folder created 0700 where the folder is missing: a ledger, a journal, strategy states and
+ * promotion evidence are nobody else's to read. SQLite gives the -wal and -shm files it makes
+ * beside it the database file's permissions. An existing file or folder keeps the mode it has.
+ */
+export const createDatabaseFile = (path: string): void => {
+  if (path === ":memory:") return
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  try {
+    closeSync(openSync(path, "wx", 0o600))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+  }
+}
+
 const connect = (path: string): BetterSqlite3.Database => {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true })
+  createDatabaseFile(path)
   const db = new BetterSqlite3(path)
   db.pragma("journal_mode = WAL")
   // NORMAL: a commit is written to the WAL but not fsync'd, so a kill of the process loses
