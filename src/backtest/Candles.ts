@@ -10,7 +10,7 @@
  *   as milliseconds when they are whole milliseconds.
  */
 import { Data, Either } from "effect"
-import { compact, Decimal } from "../domain/Decimal.js"
+import { compact, type Decimal, fromString } from "../domain/Decimal.js"
 import type { Candle } from "../venue/Matching.js"
 
 export type { Candle }
@@ -113,10 +113,15 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
     for (let f = 1; f < FIELDS.length; f++) {
       const cell = cells[f]!
       if (!DECIMAL.test(cell)) {
-        problem(row, `${FIELDS[f]} ${JSON.stringify(cell)} is not a non-negative decimal number`)
+        problem(row, `${FIELDS[f]} ${JSON.stringify(cell.length > 64 ? `${cell.slice(0, 64)}...` : cell)} is not a non-negative decimal number`)
         numeric = false
-      } else {
-        values.push(compact(new Decimal(cell)))
+        continue
+      }
+      try {
+        values.push(compact(fromString(cell, FIELDS[f])))
+      } catch (error) {
+        problem(row, error instanceof Error ? error.message : String(error))
+        numeric = false
       }
     }
     if (!numeric) continue

@@ -4,7 +4,7 @@
  * statistics over the equity marks and are computed in floating point: they are
  * estimates by nature and a float's 15 digits are plenty.
  */
-import { compare, Decimal, sign, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, fromString, sign, toBounds, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
 import type { FillEvent } from "../strategy/Strategy.js"
 
 /** A fill of a run: what the strategy heard (`FillEvent`) and the venue's id of its order. */
@@ -320,11 +320,15 @@ export const computeMetrics = (input: MetricsInput): Metrics => {
   return recorder.finish(input)
 }
 
-/** Metrics as JSON-ready values: exact amounts as decimal strings, ratios as numbers (null when undefined). */
+/**
+ * Metrics as JSON-ready values: exact amounts as decimal strings, ratios as numbers (null when
+ * undefined). Amounts are rounded into the bounds they are read back with (a PnL whose cost
+ * basis was a share of a lot carries 64 digits, which a worker's answer or a stored run must not).
+ */
 export const metricsToJson = (metrics: Metrics): Record<string, string | number | null> => {
   const out: Record<string, string | number | null> = {}
   for (const [name, value] of Object.entries(metrics)) {
-    out[name] = Decimal.isDecimal(value) ? toJsonNumber(value as Decimal) : (value as number | null)
+    out[name] = Decimal.isDecimal(value) ? toJsonNumber(toBounds(value as Decimal)) : (value as number | null)
   }
   return out
 }
@@ -342,9 +346,12 @@ export const metricsShown = (metrics: Metrics): Record<string, string | number |
   return shown
 }
 
-/** Reads metrics written by `metricsToJson` back (from the runs table). */
+/**
+ * Reads metrics written by `metricsToJson` back (from the runs table, or a worker's answer);
+ * an amount out of bounds throws InvalidDecimal naming it.
+ */
 export const metricsFromJson = (json: Record<string, unknown>): Metrics => {
-  const amount = (name: string): Decimal => new Decimal(String(json[name] ?? "0"))
+  const amount = (name: string): Decimal => fromString(String(json[name] ?? "0"), name)
   const ratio = (name: string): number | null => (typeof json[name] === "number" ? (json[name] as number) : null)
   const count = (name: string): number => ratio(name) ?? 0
   return {

@@ -3,6 +3,13 @@
  * `Decimal`; a float never touches one. Importing this module configures the
  * shared Decimal constructor with enough precision for 18-decimal assets
  * multiplied by large prices (64 significant digits).
+ *
+ * Text that comes in (exchange answers, request bodies, config, CSV and tape files,
+ * cluster messages, stored JSON) is read by `fromString`, within the bounds money
+ * needs: at most MAX_SIGNIFICANT_DIGITS significant digits and a decimal exponent
+ * within ±MAX_EXPONENT. The bounds are checked on the text before decimal.js sees
+ * it: decimal.js takes `1e900000000` as a valid number, and writing it out (as the
+ * ledger and every answer do) makes a string of 900 million characters.
  */
 import { Decimal } from "decimal.js"
 import { isLosslessNumber, type LosslessNumber } from "lossless-json"
@@ -11,24 +18,99 @@ Decimal.set({ precision: 64, rounding: Decimal.ROUND_HALF_EVEN, toExpNeg: -64, t
 
 export { Decimal }
 
+/**
+ * Most significant digits (first to last non-zero digit) an amount read from text may have:
+ * an 18-decimal asset (wei-sized units) up to 10^22 whole units, with room to spare.
+ */
+export const MAX_SIGNIFICANT_DIGITS = 40
+
+/**
+ * Largest decimal exponent, either side of zero, of an amount read from text: the power of
+ * ten of its leading digit, as in 1.5e-7. 10^40 is beyond any balance and 10^-40 below any
+ * asset's smallest unit.
+ */
+export const MAX_EXPONENT = 40
+
+/**
+ * Longest text read as an amount. The smallest amount within the bounds written in plain
+ * digits takes 82 characters (`-0.`, 39 zeros, 40 digits); the rest is room for trailing zeros
+ * and an exponent. Checked first, so that a longer text is not even scanned.
+ */
+const MAX_TEXT_LENGTH = 2 * (MAX_SIGNIFICANT_DIGITS + MAX_EXPONENT)
+
 /** A JSON number literal or decimal string as the spec writes it: no leading `+`, no leading zeros, no bare `.`. */
 const DECIMAL_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 
+const CHAR_ZERO = 48
+const CHAR_POINT = 46
+const CHAR_MINUS = 45
+const CHAR_E = 101
+const CHAR_UPPER_E = 69
+
+/**
+ * Why text of DECIMAL_TEXT's shape is out of bounds, or undefined when it is within them.
+ * Read off the characters alone: the digits between the first and last non-zero digit, and
+ * the power of ten of the first, the point's place plus any exponent.
+ */
+const outOfBounds = (text: string): string | undefined => {
+  let first = -1
+  let last = -1
+  let wholeDigits = -1
+  let digits = 0
+  let at = text.charCodeAt(0) === CHAR_MINUS ? 1 : 0
+  for (; at < text.length; at++) {
+    const c = text.charCodeAt(at)
+    if (c === CHAR_POINT) wholeDigits = digits
+    else if (c === CHAR_E || c === CHAR_UPPER_E) break
+    else {
+      if (c !== CHAR_ZERO) {
+        if (first < 0) first = digits
+        last = digits
+      }
+      digits++
+    }
+  }
+  // Zero, however written: nothing to bound but the length, checked before.
+  if (first < 0) return undefined
+  if (last - first + 1 > MAX_SIGNIFICANT_DIGITS) return `more than ${MAX_SIGNIFICANT_DIGITS} significant digits`
+  // The exponent's text is at most MAX_TEXT_LENGTH characters: as a double it is exact or far out of bounds.
+  const exponent = (wholeDigits < 0 ? digits : wholeDigits) - first - 1 + (at < text.length ? Number(text.slice(at + 1)) : 0)
+  if (exponent > MAX_EXPONENT || exponent < -MAX_EXPONENT) return `out of range: the decimal exponent must be from -${MAX_EXPONENT} to ${MAX_EXPONENT}`
+  return undefined
+}
+
 export class InvalidDecimal extends Error {
   override readonly name = "InvalidDecimal"
-  constructor(readonly input: string, readonly problem: string) {
-    super(`invalid decimal ${JSON.stringify(input.length > 64 ? `${input.slice(0, 64)}...` : input)}: ${problem}`)
+  /** `field`, when given, names where the text was read (a file's column, a message's field). */
+  constructor(readonly input: string, readonly problem: string, readonly field?: string) {
+    super(`${field === undefined ? "" : `${field}: `}invalid decimal ${JSON.stringify(input.length > 64 ? `${input.slice(0, 64)}...` : input)}: ${problem}`)
   }
 }
 
-/** Parses a decimal string such as `"0.00001"` (the spec's string amounts) exactly. */
-export const fromString = (text: string): Decimal => {
+/**
+ * Parses a decimal string such as `"0.00001"` (the spec's string amounts) exactly, within the
+ * bounds (MAX_SIGNIFICANT_DIGITS, MAX_EXPONENT); anything else throws InvalidDecimal naming
+ * `field` when given.
+ */
+export const fromString = (text: string, field?: string): Decimal => {
+  if (text.length > MAX_TEXT_LENGTH) throw new InvalidDecimal(text, `longer than ${MAX_TEXT_LENGTH} characters`, field)
   if (!DECIMAL_TEXT.test(text)) {
-    throw new InvalidDecimal(text, "expected plain decimal digits such as 12.345 (an optional leading -, no spaces, no NaN)")
+    throw new InvalidDecimal(text, "expected plain decimal digits such as 12.345 (an optional leading -, no spaces, no NaN)", field)
   }
-  const value = new Decimal(text)
-  if (!value.isFinite()) throw new InvalidDecimal(text, "the value is out of range")
-  return value
+  const problem = outOfBounds(text)
+  if (problem !== undefined) throw new InvalidDecimal(text, problem, field)
+  return new Decimal(text)
+}
+
+/**
+ * `value` rounded (half to even) into what `fromString` reads back: at most
+ * MAX_SIGNIFICANT_DIGITS significant digits, none below 10^-MAX_EXPONENT. For figures svcbot
+ * works out at full precision (an average price, a share of a lot's cost) and writes as text
+ * to read again; an amount that came in within the bounds, or a sum of such, is returned as it is.
+ */
+export const toBounds = (value: Decimal): Decimal => {
+  if (value.e < -MAX_EXPONENT) return unsigned(value.toDecimalPlaces(MAX_EXPONENT, Decimal.ROUND_HALF_EVEN))
+  return value.sd() > MAX_SIGNIFICANT_DIGITS ? value.toSignificantDigits(MAX_SIGNIFICANT_DIGITS, Decimal.ROUND_HALF_EVEN) : value
 }
 
 /**

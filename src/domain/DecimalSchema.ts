@@ -1,7 +1,7 @@
 /** Effect Schemas that read amounts exactly into `Decimal`. */
 import { ParseResult, Schema } from "effect"
 import { isLosslessNumber, type LosslessNumber } from "lossless-json"
-import { Decimal, fromString, InvalidDecimal } from "./Decimal.js"
+import { Decimal, fromString, InvalidDecimal, toBounds } from "./Decimal.js"
 
 const DecimalInstance = Schema.declare((u: unknown): u is Decimal => Decimal.isDecimal(u), {
   identifier: "Decimal"
@@ -17,11 +17,16 @@ const decodeText = (text: string, ast: Schema.Schema.AnyNoContext["ast"]) => {
   }
 }
 
-/** A decimal written as a string, e.g. `"0.00001"` (fills, open orders, `locked`, config amounts). */
+/**
+ * A decimal written as a string, e.g. `"0.00001"` (fills, open orders, `locked`, config amounts,
+ * strategy state). Read within the bounds of `fromString`, and written rounded into them
+ * (`toBounds`), so that a figure worked out at full precision (an average kept in a strategy's
+ * state) reads back instead of being refused.
+ */
 export const DecimalFromString = Schema.transformOrFail(Schema.String, DecimalInstance, {
   strict: true,
   decode: (text, _, ast) => decodeText(text, ast),
-  encode: (value) => ParseResult.succeed(value.toFixed())
+  encode: (value) => ParseResult.succeed(toBounds(value).toFixed())
 }).annotations({ identifier: "DecimalString", description: "a decimal written as a string, such as \"0.01\"" })
 
 const LosslessNumberSchema = Schema.declare((u: unknown): u is LosslessNumber => isLosslessNumber(u), {

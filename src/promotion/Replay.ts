@@ -19,14 +19,14 @@
  * of the instance's own book, in percent of what its allocation was worth at the start.
  */
 import { Either } from "effect"
-import { Decimal } from "../domain/Decimal.js"
+import { type Decimal, fromString, InvalidDecimal, ZERO } from "../domain/Decimal.js"
 import { type BacktestFailed, BacktestSetupInvalid, CARRIED, type HeardAt, runBacktest } from "../backtest/Backtest.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
 import type { Candle, PairSpec } from "../venue/Matching.js"
 import { allocationValue, type BookPair, pnlCurve, trackingErrorPct } from "./Book.js"
-import type { CarriedOrder, PaperIntentRow, PaperRunEvidence } from "./PaperStore.js"
+import type { CarriedOrder, PaperIntentRow, PaperRunEvidence, PaperSetup } from "./PaperStore.js"
 
 export interface RunParity {
   readonly runId: number
@@ -44,10 +44,31 @@ export interface RunParity {
 /** Mismatches kept in a promotion record per run. */
 const WORST_KEPT = 5
 
-const carriedIntent = (order: CarriedOrder, symbol: string): PlaceIntent => {
-  const base = { tag: order.tag, symbol, side: order.side, baseQty: new Decimal(order.baseQty), limitPrice: new Decimal(order.limitPrice) }
-  return order.type === "stop-limit" && order.stopPrice !== null ? { ...base, type: "stop-limit", stopPrice: new Decimal(order.stopPrice) } : { ...base, type: "limit" }
+const carriedIntent = (order: CarriedOrder, symbol: string, index: number): PlaceIntent => {
+  const field = `setup.carried[${index}]`
+  const base = { tag: order.tag, symbol, side: order.side, baseQty: fromString(order.baseQty, `${field}.baseQty`), limitPrice: fromString(order.limitPrice, `${field}.limitPrice`) }
+  return order.type === "stop-limit" && order.stopPrice !== null ? { ...base, type: "stop-limit", stopPrice: fromString(order.stopPrice, `${field}.stopPrice`) } : { ...base, type: "limit" }
 }
+
+const amountsOf = (amounts: Readonly<Record<string, string>>, field: string): Record<string, Decimal> =>
+  Object.fromEntries(Object.entries(amounts).map(([asset, amount]) => [asset, fromString(amount, `${field}.${asset}`)]))
+
+/**
+ * The amounts of a run's setup, read back from its stored JSON within the bounds any text is
+ * read with; throws InvalidDecimal naming the field.
+ */
+const setupAmounts = (setup: PaperSetup) => ({
+  tickSize: fromString(setup.pair.tickSize, "setup.pair.tickSize"),
+  stepSize: fromString(setup.pair.stepSize, "setup.pair.stepSize"),
+  minBaseQty: fromString(setup.pair.minBaseQty, "setup.pair.minBaseQty"),
+  minNotional: fromString(setup.pair.minNotional, "setup.pair.minNotional"),
+  depthNotional: fromString(setup.pair.depthNotional, "setup.pair.depthNotional"),
+  fees: { maker: fromString(setup.fees.maker, "setup.fees.maker"), taker: fromString(setup.fees.taker, "setup.fees.taker") },
+  startBalances: amountsOf(setup.startBalances, "setup.startBalances"),
+  allocation: setup.allocation === null ? null : amountsOf(setup.allocation, "setup.allocation"),
+  startPrice: fromString(setup.startPrice, "setup.startPrice"),
+  carried: (setup.carried ?? []).map((order, index) => carriedIntent(order, setup.pair.symbol, index))
+})
 
 const toCandle = (c: PaperRunEvidence["candles"][number]): Candle => ({ openTimeMs: c.openTime, open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })
 
@@ -62,6 +83,13 @@ export const replayPaperRun = <P, S>(
   if (live.length === 0) {
     return Either.left(new BacktestSetupInvalid({ message: `paper run ${run.runId} recorded no live candle` }))
   }
+  let amounts: ReturnType<typeof setupAmounts>
+  try {
+    amounts = setupAmounts(setup)
+  } catch (error) {
+    if (!(error instanceof InvalidDecimal)) throw error
+    return Either.left(new BacktestSetupInvalid({ message: `paper run ${run.runId}: ${error.message}` }))
+  }
   let initialState: S | undefined
   if (setup.startState !== null) {
     const restored = deserializeState(strategy, setup.startState)
@@ -72,11 +100,11 @@ export const replayPaperRun = <P, S>(
     symbol: setup.pair.symbol,
     base: setup.pair.base,
     quote: setup.pair.quote,
-    tickSize: new Decimal(setup.pair.tickSize),
-    stepSize: new Decimal(setup.pair.stepSize),
-    minBaseQty: new Decimal(setup.pair.minBaseQty),
-    minNotional: new Decimal(setup.pair.minNotional),
-    depthNotional: new Decimal(setup.pair.depthNotional),
+    tickSize: amounts.tickSize,
+    stepSize: amounts.stepSize,
+    minBaseQty: amounts.minBaseQty,
+    minNotional: amounts.minNotional,
+    depthNotional: amounts.depthNotional,
     status: "trading"
   }
   const placements = new Map<string, PaperIntentRow>()
@@ -113,9 +141,9 @@ export const replayPaperRun = <P, S>(
     strategy,
     params,
     pair,
-    fees: { maker: new Decimal(setup.fees.maker), taker: new Decimal(setup.fees.taker) },
+    fees: amounts.fees,
     settleDelayMs: setup.settleDelayMs,
-    balances: Object.fromEntries(Object.entries(setup.startBalances).map(([asset, amount]) => [asset, new Decimal(amount)])),
+    balances: amounts.startBalances,
     candles: live.map(toCandle),
     warmup: run.candles.filter((c) => c.warmup).map(toCandle),
     intervalMs: setup.intervalMs,
@@ -134,7 +162,7 @@ export const replayPaperRun = <P, S>(
       }
     },
     ...(setup.schedule === null ? {} : { schedule: setup.schedule }),
-    ...(initialState === undefined ? {} : { initialState, carried: carried.map((order) => carriedIntent(order, pair.symbol)) })
+    ...(initialState === undefined ? {} : { initialState, carried: amounts.carried })
   })
   return Either.map(replayed, (result) => {
     const intentOf = new Map([...placements.values()].map((intent) => [intent.intentId, intentKey(intent.tag, intent.occurrence)]))
@@ -161,11 +189,8 @@ export const replayPaperRun = <P, S>(
       return { close: candle.close, fillsKnown: known }
     })
     const replayCurve = pnlCurve(book, replayPoints, result.fills)
-    const allocation = setup.allocation
-    const startValue =
-      allocation === null
-        ? new Decimal(0)
-        : allocationValue(book, Object.fromEntries(Object.entries(allocation).map(([asset, amount]) => [asset, new Decimal(amount)])), new Decimal(setup.startPrice))
+    const allocation = amounts.allocation
+    const startValue = allocation === null ? ZERO : allocationValue(book, allocation, amounts.startPrice)
     return {
       runId: run.runId,
       status: run.status,

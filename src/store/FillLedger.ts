@@ -4,7 +4,7 @@
  * exactly where it stopped; a fill id is stored once however often it is seen.
  */
 import { Effect } from "effect"
-import { Decimal } from "../domain/Decimal.js"
+import { type Decimal, fromString } from "../domain/Decimal.js"
 import { Database } from "./Database.js"
 
 /** A fill as stored: exact amounts plus the row exactly as the service sent it. */
@@ -58,16 +58,17 @@ export interface FillTableRow {
   raw: string
 }
 
+/** A stored fill; its amounts are read back within the bounds they were read from the service with. */
 const toFill = (raw: FillTableRow): LedgerFill => ({
   fillId: raw.fill_id,
   clientOrderId: raw.client_order_id,
   symbol: raw.symbol,
   side: raw.side,
   liquidity: raw.liquidity,
-  price: new Decimal(raw.price),
-  baseQty: new Decimal(raw.base_qty),
-  quoteQty: new Decimal(raw.quote_qty),
-  fee: new Decimal(raw.fee),
+  price: fromString(raw.price, "fills.price"),
+  baseQty: fromString(raw.base_qty, "fills.base_qty"),
+  quoteQty: fromString(raw.quote_qty, "fills.quote_qty"),
+  fee: fromString(raw.fee, "fills.fee"),
   feeAsset: raw.fee_asset,
   time: raw.time,
   raw: raw.raw

@@ -4,9 +4,13 @@
  * `Decimal`, whether the server wrote it as a string or as a JSON number. Fields
  * the Dialect does not name are kept on the decoded objects; a missing required
  * field is a DecodeError naming the endpoint and the field's path.
+ *
+ * What would be wrong to store is refused here too, so that an answer is taken whole or
+ * not at all: amounts beyond the bounds of `fromString` (significant digits, exponent),
+ * prices and quantities that are not above zero, balances below zero, empty ids.
  */
 import { Either, ParseResult, Schema } from "effect"
-import { type Decimal, fromNumberToken, InvalidDecimal } from "../domain/Decimal.js"
+import { type Decimal, fromNumberToken, InvalidDecimal, sign } from "../domain/Decimal.js"
 import { DecimalFromString } from "../domain/DecimalSchema.js"
 import { isLosslessNumber, LosslessNumber } from "../domain/Json.js"
 import { Liquidity, OrderType, Side } from "./Dialect.js"
@@ -34,6 +38,15 @@ export const Amount = Schema.transformOrFail(AmountSpelling, Schema.typeSchema(D
   encode: (value) => ParseResult.succeed(value.toFixed())
 })
 
+/** A price or quantity: above zero. */
+const PositiveAmount = Amount.pipe(Schema.filter((value) => sign(value) > 0 || "must be greater than 0"))
+
+/** A balance or a filled quantity: zero or more. */
+const NonNegativeAmount = Amount.pipe(Schema.filter((value) => sign(value) >= 0 || "must not be negative"))
+
+/** An id the service hands out (fillId, clientOrderId): a string that says something. */
+const Id = Schema.String.pipe(Schema.filter((id) => id.length > 0 || "must not be empty"))
+
 const JsonNumber = Schema.declare((u: unknown): u is LosslessNumber => isLosslessNumber(u), { identifier: "JsonNumber" })
 
 /** A JSON integer such as a time in epoch milliseconds. */
@@ -48,7 +61,8 @@ export const JsonInteger = Schema.transformOrFail(JsonNumber, Schema.Int, {
   encode: (n) => ParseResult.succeed(new LosslessNumber(String(n)))
 })
 
-const OptionalAmount = Schema.optionalWith(Amount, { nullable: true, exact: true })
+const OptionalPositiveAmount = Schema.optionalWith(PositiveAmount, { nullable: true, exact: true })
+const OptionalNonNegativeAmount = Schema.optionalWith(NonNegativeAmount, { nullable: true, exact: true })
 
 export const Pair = Schema.Struct({
   symbol: Schema.String,
@@ -56,10 +70,10 @@ export const Pair = Schema.Struct({
   quote: Schema.String,
   /** `trading` or `halted`; other statuses are passed through. */
   status: Schema.String,
-  tickSize: Amount,
-  stepSize: Amount,
-  minBaseQty: Amount,
-  minNotional: Amount
+  tickSize: PositiveAmount,
+  stepSize: PositiveAmount,
+  minBaseQty: NonNegativeAmount,
+  minNotional: NonNegativeAmount
 })
 export type Pair = typeof Pair.Type
 
@@ -68,30 +82,30 @@ export const ExchangeInfo = Schema.Struct({ pairs: Schema.Array(Pair) })
 /** A spot wallet row: `balance` (a JSON number) is free to trade, `locked` (a string) is held by open orders. */
 export const WalletRow = Schema.Struct({
   asset: Schema.String,
-  balance: Amount,
-  locked: Amount
+  balance: NonNegativeAmount,
+  locked: NonNegativeAmount
 })
 export type WalletRow = typeof WalletRow.Type
 
 /** A funding wallet row: only `asset` is shown by the spec; amounts are read when present. */
 export const FundingRow = Schema.Struct({
   asset: Schema.String,
-  balance: OptionalAmount,
-  locked: OptionalAmount
+  balance: OptionalNonNegativeAmount,
+  locked: OptionalNonNegativeAmount
 })
 export type FundingRow = typeof FundingRow.Type
 
 export const OpenOrder = Schema.Struct({
-  clientOrderId: Schema.String,
+  clientOrderId: Id,
   symbol: Schema.String,
   side: Side,
   type: OrderType,
   /** Absent for a market buy until it settles: it names a quote amount instead. */
-  baseQty: OptionalAmount,
-  quoteOrderQty: OptionalAmount,
-  filledBaseQty: Amount,
-  limitPrice: OptionalAmount,
-  stopPrice: OptionalAmount,
+  baseQty: OptionalPositiveAmount,
+  quoteOrderQty: OptionalPositiveAmount,
+  filledBaseQty: NonNegativeAmount,
+  limitPrice: OptionalPositiveAmount,
+  stopPrice: OptionalPositiveAmount,
   /** Passed through as sent: a kind svcbot does not know is not an error. */
   kind: Schema.String,
   createdAt: JsonInteger
@@ -100,14 +114,15 @@ export type OpenOrder = typeof OpenOrder.Type
 
 /** A fill row, as FillsDecoder.ts reads it field by field (this Schema is the reference its tests hold it to). */
 export const FillRow = Schema.Struct({
-  fillId: Schema.String,
+  fillId: Id,
   clientOrderId: Schema.NullOr(Schema.String),
   symbol: Schema.String,
   side: Side,
   liquidity: Liquidity,
-  price: Amount,
-  baseQty: Amount,
-  quoteQty: Amount,
+  price: PositiveAmount,
+  baseQty: PositiveAmount,
+  quoteQty: PositiveAmount,
+  /** Either sign: a maker rebate is a negative fee. */
   fee: Amount,
   feeAsset: Schema.String,
   /** Epoch milliseconds. */
@@ -131,7 +146,7 @@ export interface FillsPage {
 }
 
 export const OrderStatus = Schema.Struct({
-  clientOrderId: Schema.String,
+  clientOrderId: Id,
   /** pending, resting, fill, rejected, cancelled, or a kind svcbot does not know (passed through). */
   kind: Schema.String,
   /** The reject code when kind is `rejected`. */
@@ -140,10 +155,10 @@ export const OrderStatus = Schema.Struct({
   side: Side,
   type: OrderType,
   /** Absent for a market buy until it settles: it names a quote amount instead. */
-  baseQty: OptionalAmount,
-  quoteOrderQty: OptionalAmount,
-  filledBaseQty: Amount,
-  avgPrice: OptionalAmount,
+  baseQty: OptionalPositiveAmount,
+  quoteOrderQty: OptionalPositiveAmount,
+  filledBaseQty: NonNegativeAmount,
+  avgPrice: OptionalPositiveAmount,
   /** svc-venue (and many exchanges) say when they created the order; the spec does not promise it. */
   createdAt: Schema.optionalWith(JsonInteger, { exact: true }),
   /** svc-venue also says when the order last changed: for a cancelled order, when the cancel took effect. */
@@ -152,7 +167,7 @@ export const OrderStatus = Schema.Struct({
 export type OrderStatus = typeof OrderStatus.Type
 
 export const PlacementAnswer = Schema.Struct({
-  clientOrderId: Schema.String,
+  clientOrderId: Id,
   status: Schema.Literal("accepted")
 })
 
@@ -173,9 +188,9 @@ export type CancelAnswer = typeof CancelAnswer.Type
 
 export const Ticker = Schema.Struct({
   symbol: Schema.String,
-  price: Amount,
-  bid: OptionalAmount,
-  ask: OptionalAmount,
+  price: PositiveAmount,
+  bid: OptionalPositiveAmount,
+  ask: OptionalPositiveAmount,
   time: Schema.optionalWith(JsonInteger, { exact: true })
 })
 export type Ticker = typeof Ticker.Type
@@ -186,25 +201,25 @@ export const VenueSteps = Schema.Struct({
   /** The venue process the sequence numbers belong to. */
   epoch: JsonInteger,
   oldestSeq: JsonInteger,
-  steps: Schema.Array(Schema.Tuple(JsonInteger, JsonInteger, Amount))
+  steps: Schema.Array(Schema.Tuple(JsonInteger, JsonInteger, PositiveAmount))
 })
 export type VenueSteps = typeof VenueSteps.Type
 
 export const Candle = Schema.Struct({
   /** Epoch milliseconds of the candle's start. */
   openTime: JsonInteger,
-  open: Amount,
-  high: Amount,
-  low: Amount,
-  close: Amount,
-  volume: Amount
+  open: PositiveAmount,
+  high: PositiveAmount,
+  low: PositiveAmount,
+  close: PositiveAmount,
+  volume: NonNegativeAmount
 })
 export type Candle = typeof Candle.Type
 
 /** `{symbol, interval, candles: [...]}`, oldest first. */
 export const CandlesAnswer = Schema.Struct({ candles: Schema.Array(Candle) })
 
-const Level = Schema.Tuple(Amount, Amount)
+const Level = Schema.Tuple(PositiveAmount, PositiveAmount)
 
 /** Price levels, best first, each `[price, baseQty]`. */
 export const Depth = Schema.Struct({

@@ -7,10 +7,12 @@
  * each fill row's text for `raw` instead of writing it again. `decodeFillsPage`
  * checks each row by plain code against `FillRow` of Api.ts, field by field in
  * its order, and fails with the DecodeError (endpoint and field path) that the
- * Schema would give.
+ * Schema would give: a page is taken whole or refused whole, so nothing of a page
+ * with one bad row (an empty fillId, a quantity not above zero, an amount beyond
+ * the bounds of `fromString`) reaches the ledger.
  */
 import { Either } from "effect"
-import { fromString, InvalidDecimal, type Decimal } from "../domain/Decimal.js"
+import { fromString, InvalidDecimal, sign, type Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../domain/Json.js"
 import { exact, parseNatively } from "./AnswerJson.js"
 import type { Fill, FillsPage } from "./Api.js"
@@ -103,6 +105,12 @@ const amount = (page: Page, row: Row, key: string, value: unknown): Decimal | Re
   }
 }
 
+/** A price or quantity, as FillRow's PositiveAmount reads it. */
+const positiveAmount = (page: Page, row: Row, key: string, value: unknown): Decimal | Refusal => {
+  const read = amount(page, row, key, value)
+  return read instanceof Refusal || sign(read) > 0 ? read : new Refusal(key, "must be greater than 0")
+}
+
 /** JsonInteger's rule: digits only, so `1.0` and `1e3` are refused although they are whole. */
 const WHOLE_NUMBER = /^-?\d+$/
 
@@ -115,15 +123,16 @@ const decodeRow = (page: Page, index: number): Fill | Refusal => {
   if (!isRecord(row) || isLosslessNumber(row)) return new Refusal("", `Expected a fill object, actual ${shown(row)}`)
   const { fillId, clientOrderId, symbol, side, liquidity, feeAsset, time } = row
   if (typeof fillId !== "string") return wrong(row, "fillId", "string")
+  if (fillId.length === 0) return new Refusal("fillId", "must not be empty")
   if (clientOrderId !== null && typeof clientOrderId !== "string") return wrong(row, "clientOrderId", "string or null")
   if (typeof symbol !== "string") return wrong(row, "symbol", "string")
   if (!SIDE.allows(side)) return wrong(row, "side", SIDE.names)
   if (!LIQUIDITY.allows(liquidity)) return wrong(row, "liquidity", LIQUIDITY.names)
-  const price = amount(page, row, "price", row.price)
+  const price = positiveAmount(page, row, "price", row.price)
   if (price instanceof Refusal) return price
-  const baseQty = amount(page, row, "baseQty", row.baseQty)
+  const baseQty = positiveAmount(page, row, "baseQty", row.baseQty)
   if (baseQty instanceof Refusal) return baseQty
-  const quoteQty = amount(page, row, "quoteQty", row.quoteQty)
+  const quoteQty = positiveAmount(page, row, "quoteQty", row.quoteQty)
   if (quoteQty instanceof Refusal) return quoteQty
   const fee = amount(page, row, "fee", row.fee)
   if (fee instanceof Refusal) return fee

@@ -9,11 +9,12 @@
  * as Decimal, optional fields left out when absent or null, fields the Dialect
  * does not name kept as they came (test/unit/client-plain-decoder.test.ts holds
  * each shape to its Schema). Anything else (a missing field, a wrong type, an
- * unreadable amount) is decoded by the Schema, which names the problem: a shape
- * never refuses an answer, so it cannot refuse one differently.
+ * unreadable or out-of-bounds amount, a quantity not above zero, an empty id) is
+ * decoded by the Schema, which names the problem: a shape never refuses an answer,
+ * so it cannot refuse one differently.
  */
 import { Either, type Schema } from "effect"
-import { type Decimal, fromNumberToken } from "../domain/Decimal.js"
+import { type Decimal, fromNumberToken, sign } from "../domain/Decimal.js"
 import { isLosslessNumber } from "../domain/Json.js"
 import { decoderFor } from "./Api.js"
 import { OrderType, Side } from "./Dialect.js"
@@ -25,10 +26,16 @@ export type FieldKind =
   | "string"
   /** optionalWith(Schema.String, { nullable: true, exact: true }) */
   | "optionalString"
-  /** Amount */
-  | "amount"
-  /** optionalWith(Amount, { nullable: true, exact: true }) */
-  | "optionalAmount"
+  /** Id: a non-empty string */
+  | "id"
+  /** PositiveAmount */
+  | "positiveAmount"
+  /** optionalWith(PositiveAmount, { nullable: true, exact: true }) */
+  | "optionalPositiveAmount"
+  /** NonNegativeAmount */
+  | "nonNegativeAmount"
+  /** optionalWith(NonNegativeAmount, { nullable: true, exact: true }) */
+  | "optionalNonNegativeAmount"
   /** JsonInteger */
   | "integer"
   /** optionalWith(JsonInteger, { exact: true }) */
@@ -45,14 +52,20 @@ const LEFT_OUT: unique symbol = Symbol("left out")
 
 const WHOLE_NUMBER = /^-?\d+$/
 
-const amountOf = (value: unknown): Decimal | typeof UNREAD => {
+/** An amount whose sign is at least `least`: 1 as PositiveAmount reads it, 0 as NonNegativeAmount does. */
+const amountOf = (value: unknown, least: 0 | 1): Decimal | typeof UNREAD => {
   if (typeof value !== "string" && !isLosslessNumber(value)) return UNREAD
+  let amount: Decimal
   try {
-    return fromNumberToken(value)
+    amount = fromNumberToken(value)
   } catch {
     return UNREAD
   }
+  return sign(amount) >= least ? amount : UNREAD
 }
+
+const absent = (row: Readonly<Record<string, unknown>>, name: string, value: unknown): boolean =>
+  value === null || (value === undefined && !Object.hasOwn(row, name))
 
 const integerOf = (value: unknown): number | typeof UNREAD => {
   if (!isLosslessNumber(value) || !WHOLE_NUMBER.test(value.value)) return UNREAD
@@ -66,11 +79,17 @@ const fieldOf = (kind: FieldKind, row: Readonly<Record<string, unknown>>, name: 
     case "string":
       return typeof value === "string" ? value : UNREAD
     case "optionalString":
-      return value === null || (value === undefined && !Object.hasOwn(row, name)) ? LEFT_OUT : typeof value === "string" ? value : UNREAD
-    case "amount":
-      return amountOf(value)
-    case "optionalAmount":
-      return value === null || (value === undefined && !Object.hasOwn(row, name)) ? LEFT_OUT : amountOf(value)
+      return absent(row, name, value) ? LEFT_OUT : typeof value === "string" ? value : UNREAD
+    case "id":
+      return typeof value === "string" && value.length > 0 ? value : UNREAD
+    case "positiveAmount":
+      return amountOf(value, 1)
+    case "optionalPositiveAmount":
+      return absent(row, name, value) ? LEFT_OUT : amountOf(value, 1)
+    case "nonNegativeAmount":
+      return amountOf(value, 0)
+    case "optionalNonNegativeAmount":
+      return absent(row, name, value) ? LEFT_OUT : amountOf(value, 0)
     case "integer":
       return integerOf(value)
     case "optionalInteger":
@@ -140,43 +159,43 @@ const ORDER_TYPES = OrderType.literals
 export const Shapes = {
   WalletRow: [
     ["asset", "string"],
-    ["balance", "amount"],
-    ["locked", "amount"]
+    ["balance", "nonNegativeAmount"],
+    ["locked", "nonNegativeAmount"]
   ],
   FundingRow: [
     ["asset", "string"],
-    ["balance", "optionalAmount"],
-    ["locked", "optionalAmount"]
+    ["balance", "optionalNonNegativeAmount"],
+    ["locked", "optionalNonNegativeAmount"]
   ],
   OpenOrder: [
-    ["clientOrderId", "string"],
+    ["clientOrderId", "id"],
     ["symbol", "string"],
     ["side", SIDES],
     ["type", ORDER_TYPES],
-    ["baseQty", "optionalAmount"],
-    ["quoteOrderQty", "optionalAmount"],
-    ["filledBaseQty", "amount"],
-    ["limitPrice", "optionalAmount"],
-    ["stopPrice", "optionalAmount"],
+    ["baseQty", "optionalPositiveAmount"],
+    ["quoteOrderQty", "optionalPositiveAmount"],
+    ["filledBaseQty", "nonNegativeAmount"],
+    ["limitPrice", "optionalPositiveAmount"],
+    ["stopPrice", "optionalPositiveAmount"],
     ["kind", "string"],
     ["createdAt", "integer"]
   ],
   OrderStatus: [
-    ["clientOrderId", "string"],
+    ["clientOrderId", "id"],
     ["kind", "string"],
     ["code", "optionalString"],
     ["symbol", "string"],
     ["side", SIDES],
     ["type", ORDER_TYPES],
-    ["baseQty", "optionalAmount"],
-    ["quoteOrderQty", "optionalAmount"],
-    ["filledBaseQty", "amount"],
-    ["avgPrice", "optionalAmount"],
+    ["baseQty", "optionalPositiveAmount"],
+    ["quoteOrderQty", "optionalPositiveAmount"],
+    ["filledBaseQty", "nonNegativeAmount"],
+    ["avgPrice", "optionalPositiveAmount"],
     ["createdAt", "optionalInteger"],
     ["updatedAt", "optionalInteger"]
   ],
   PlacementAnswer: [
-    ["clientOrderId", "string"],
+    ["clientOrderId", "id"],
     ["status", ["accepted"]]
   ],
   CancelAnswer: [
@@ -185,9 +204,9 @@ export const Shapes = {
   ],
   Ticker: [
     ["symbol", "string"],
-    ["price", "amount"],
-    ["bid", "optionalAmount"],
-    ["ask", "optionalAmount"],
+    ["price", "positiveAmount"],
+    ["bid", "optionalPositiveAmount"],
+    ["ask", "optionalPositiveAmount"],
     ["time", "optionalInteger"]
   ]
 } as const satisfies Record<string, Shape>

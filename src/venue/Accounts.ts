@@ -15,8 +15,9 @@ const DecimalText = Schema.String.pipe(
     try {
       fromString(text)
       return true
-    } catch {
-      return `expected a decimal string such as "0.01", got ${JSON.stringify(text)}`
+    } catch (error) {
+      // The refusal shows the text cut short (InvalidDecimal's message): a file may hold any length of digits.
+      return `expected a decimal string such as "0.01" (${error instanceof Error ? error.message : String(error)})`
     }
   })
 )

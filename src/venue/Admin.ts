@@ -5,21 +5,21 @@
  * only and unsigned; never under /api. docs/venue.md documents each route.
  */
 import { Either, Schema } from "effect"
-import { fromString, type Decimal } from "../domain/Decimal.js"
+import { fromString, InvalidDecimal, type Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber, parse as parseJson } from "../domain/Json.js"
 import { AccountStatus, generateKeyPair, MAX_WHITELIST, Permission } from "./Accounts.js"
 import { FaultProfile } from "./Faults.js"
 import { answer, failure, fillJson, isAnswer, orderJson, VenueCode, type VenueAnswer } from "./Answers.js"
 import type { Venue } from "./Venue.js"
 
-/** Amounts in admin bodies may be decimal strings or JSON numbers. */
+/** Amounts in admin bodies may be decimal strings or JSON numbers, within the bounds of `fromString`. */
 const Amount = Schema.Union(Schema.String, Schema.Unknown.pipe(Schema.filter((u) => isLosslessNumber(u) || "expected an amount"))).pipe(
   Schema.filter((u) => {
     try {
       fromString(typeof u === "string" ? u : (u as { value: string }).value)
       return true
-    } catch {
-      return "expected a plain decimal amount such as \"100.5\""
+    } catch (error) {
+      return `expected a plain decimal amount such as "100.5"${error instanceof InvalidDecimal ? ` (${error.problem})` : ""}`
     }
   })
 )

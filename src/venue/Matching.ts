@@ -21,7 +21,7 @@
  *   than `terminalMs`, or once the account has `terminalCount` newer ones; reads then
  *   answer as for an id never given out. Without one everything is kept.
  */
-import { compact, compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, toFloat, ZERO } from "../domain/Decimal.js"
+import { compact, compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, toBounds, toFloat, ZERO } from "../domain/Decimal.js"
 import type { OrderTerms } from "../domain/OrderTerms.js"
 import { RejectCode, type Liquidity, type OrderKind, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { BOOK_LEVELS, type BookShape, BookSide, divideDownFast, ESTIMATE_ERROR, levelSpacing } from "./Book.js"
@@ -951,7 +951,8 @@ const view = (order: Order): OrderView => ({
   maxSlippageBps: order.maxSlippageBps,
   filledBaseQty: order.filledBaseQty,
   filledQuoteQty: order.filledQuoteQty,
-  avgPrice: order.filledBaseQty.isZero() ? null : (order.avgPrice ??= order.filledQuoteQty.div(order.filledBaseQty)),
+  // An average of several fills is a quotient of 64 digits; it is answered within the bounds a client reads amounts with.
+  avgPrice: order.filledBaseQty.isZero() ? null : (order.avgPrice ??= toBounds(order.filledQuoteQty.div(order.filledBaseQty))),
   createdAt: order.createdAt,
   updatedAt: order.updatedAt
 })

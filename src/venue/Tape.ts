@@ -160,11 +160,11 @@ export const parseOhlcvCsv = (text: string): ReadonlyArray<Candle> => {
     try {
       const candle = {
         openTimeMs: Number(time),
-        open: compact(fromString(open)),
-        high: compact(fromString(high)),
-        low: compact(fromString(low)),
-        close: compact(fromString(close)),
-        volume: compact(fromString(volume))
+        open: compact(fromString(open, "open")),
+        high: compact(fromString(high, "high")),
+        low: compact(fromString(low, "low")),
+        close: compact(fromString(close, "close")),
+        volume: compact(fromString(volume, "volume"))
       }
       if (candle.high.lt(Decimal.max(candle.open, candle.close)) || candle.low.gt(Decimal.min(candle.open, candle.close))) {
         throw new InvalidCsv(`line ${index + 1}: high and low must enclose open and close`)

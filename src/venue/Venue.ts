@@ -5,7 +5,7 @@
  * size limit, public routes, endpoints closed to keys, authentication, scope,
  * account status, budgets, the endpoint itself.
  */
-import { type Decimal, fromString, toJsonNumber } from "../domain/Decimal.js"
+import { type Decimal, fromString, MAX_SIGNIFICANT_DIGITS, toJsonNumber } from "../domain/Decimal.js"
 import { isLosslessNumber, parse as parseJson, InvalidJson } from "../domain/Json.js"
 import { defaultDialect, type Dialect, RECV_WINDOW_MAX_MS, type Side } from "../svc/Dialect.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
@@ -117,8 +117,11 @@ const header = (request: VenueRequest, name: string): string | undefined => {
 
 // ---- request body fields ---------------------------------------------------------
 
-/** Longest digit string accepted for an amount; longer is refused rather than rounded. */
-const MAX_AMOUNT_DIGITS = 40
+/**
+ * Most decimals an amount may have. With no exponent and at most MAX_SIGNIFICANT_DIGITS digits
+ * in all (leading zeros counted, a stricter reading than `fromString`'s), every amount the
+ * venue takes is within the bounds svcbot reads amounts with; longer is refused, never rounded.
+ */
 const MAX_DECIMALS = 18
 
 type Field<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly answer: VenueAnswer }
@@ -133,8 +136,8 @@ const amountField = (body: Record<string, unknown>, name: string): Field<Decimal
   if (/[eE]/.test(text)) return { ok: false, answer: invalid(name, "exponent", `${name} must be written in plain digits, without an exponent`) }
   if (text.startsWith("-")) return { ok: false, answer: invalid(name, "negative", `${name} must be greater than 0`) }
   const [whole = "", fraction = ""] = text.split(".")
-  if (whole.length + fraction.length > MAX_AMOUNT_DIGITS || fraction.length > MAX_DECIMALS) {
-    return { ok: false, answer: invalid(name, "too-many-digits", `${name} has more than ${MAX_AMOUNT_DIGITS} digits or ${MAX_DECIMALS} decimals`) }
+  if (whole.length + fraction.length > MAX_SIGNIFICANT_DIGITS || fraction.length > MAX_DECIMALS) {
+    return { ok: false, answer: invalid(name, "too-many-digits", `${name} has more than ${MAX_SIGNIFICANT_DIGITS} digits or ${MAX_DECIMALS} decimals`) }
   }
   const value = fromString(text)
   if (value.lte(0)) return { ok: false, answer: invalid(name, "not-positive", `${name} must be greater than 0`) }

@@ -58,6 +58,7 @@ describe("Errors", () => {
   it("amounts that are exponents, negative, huge, strings or NaN answer 400 INVALID_PARAMETER naming the field and reason", async () => {
     const cases: Array<[string, string]> = [
       ["1e-3", "exponent"],
+      ["1e900000000", "exponent"],
       ["-0.001", "negative"],
       ["0", "not-positive"],
       [`0.${"0".repeat(30)}1`, "too-many-digits"],
@@ -71,6 +72,15 @@ describe("Errors", () => {
       expect(r.status, baseQty).toBe(400)
       expect(r.json, baseQty).toMatchObject({ ok: false, code: "INVALID_PARAMETER", field: "baseQty", reason })
     }
+    // A price as hostile as a quantity: refused at once, naming it, and the venue answers on.
+    const price = await v.signed("POST", "/api/spot/limit", '{"symbol":"BTCUSDT","side":"buy","baseQty":0.001,"limitPrice":1e900000000}')
+    expect(price.status).toBe(400)
+    expect(price.json).toMatchObject({ ok: false, code: "INVALID_PARAMETER", field: "limitPrice", reason: "exponent" })
+    const tape = await v.raw("POST", "/_venue/tape", { headers: { "content-type": "application/json" }, body: '{"symbol":"BTCUSDT","price":"1e900000000"}' })
+    expect(tape.status).toBe(400)
+    expect(tape.json).toMatchObject({ ok: false, code: "INVALID_PARAMETER" })
+    expect(tape.json.msg).toMatch(/price/)
+    expect((await v.signed("GET", "/api/wallets/spot")).status).toBe(200)
     const missing = await v.signed("POST", "/api/spot/limit", '{"symbol":"BTCUSDT","side":"buy"}')
     expect(missing.json).toMatchObject({ code: "INVALID_PARAMETER", field: "baseQty", reason: "missing" })
     const symbol = await v.signed("POST", "/api/spot/limit", '{"symbol":"₿TCUSDT","side":"buy","baseQty":1,"limitPrice":1}')

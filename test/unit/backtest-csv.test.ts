@@ -71,6 +71,14 @@ describe("OHLCV CSV", () => {
     expect(error.message).toContain("row 4: high 98 is below low 99")
   })
 
+  it("refuses an amount beyond the bounds, naming its row and column, without reading its digits", () => {
+    const error = problems(["open_time_ms,open,high,low,close,volume", `${T0},100,101,99,100,1`, `${T0 + 60_000},100,101,99,100,${"9".repeat(1_000_000)}`, `${T0 + 120_000},100,${"1".repeat(41)},99,100,1`].join("\n"))
+    const byRow = new Map(error.problems.map((p) => [p.row, p.message]))
+    expect(byRow.get(3)).toMatch(/^volume: invalid decimal "9{64}\.\.\.": longer than 160 characters/)
+    expect(byRow.get(4)).toMatch(/^high: invalid decimal .*more than 40 significant digits/)
+    expect(error.message.length).toBeLessThan(2000)
+  })
+
   it("refuses an empty file and times that are not integers", () => {
     expect(problems("open_time_ms,open,high,low,close,volume\n").problems[0]!.message).toBe("no candles")
     expect(problems(`${T0}.5,1,1,1,1,1\n`).problems[0]!.message).toMatch(/not an integer/)

@@ -21,8 +21,16 @@ const validValue = (kind: FieldKind): fc.Arbitrary<unknown> => {
     case "string":
     case "optionalString":
       return fc.string({ maxLength: 12 })
-    case "amount":
-    case "optionalAmount":
+    case "id":
+      return fc.string({ minLength: 1, maxLength: 12 })
+    case "positiveAmount":
+    case "optionalPositiveAmount":
+      return fc.oneof(
+        fc.constantFrom("1", "0.1", "60000.25", "0.00000001", "123456789012345678901234.5", "1e-40", `${"9".repeat(40)}`),
+        fc.constantFrom("2", "100000", "0.5", "20.125", "1e40").map(number)
+      )
+    case "nonNegativeAmount":
+    case "optionalNonNegativeAmount":
       return fc.oneof(
         fc.constantFrom("0", "1", "0.1", "60000.25", "0.00000001", "123456789012345678901234.5"),
         fc.constantFrom("0", "2", "100000", "0.5", "20.125").map(number)
@@ -37,8 +45,8 @@ const validValue = (kind: FieldKind): fc.Arbitrary<unknown> => {
 
 /** Values that are wrong for some kinds and maybe right for others. */
 const oddValue: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom("", "abc", "1e3", "-0", "0.10", "NaN", " 1", "buy", "sell", "limit", "accepted", "maker"),
-  fc.constantFrom("1.0", "1e3", "12345678901234567890", "-0", "0.1", "7").map(number),
+  fc.constantFrom("", "abc", "1e3", "-0", "0", "-1", "0.10", "NaN", " 1", "buy", "sell", "limit", "accepted", "maker", "1e900000000", "1e-41", "1".repeat(41)),
+  fc.constantFrom("1.0", "1e3", "12345678901234567890", "-0", "0", "-2.5", "0.1", "7", "1e900000000", `0.${"0".repeat(45)}1`).map(number),
   fc.constant(true),
   fc.constant([]),
   fc.constant({ x: number("1") })
@@ -78,6 +86,35 @@ const cases = [
 ] as const
 
 describe("plain answer decoders", () => {
+  it("refuse what must not be stored, naming the endpoint and the field: amounts beyond the bounds, quantities not above zero, negative balances, empty ids", () => {
+    const status = plainDecoderFor(OrderStatus, "/api/spot/order", Shapes.OrderStatus, false)
+    const order = { clientOrderId: "c-1", kind: "resting", symbol: "BTCUSDT", side: "buy", type: "limit", baseQty: "0.01", filledBaseQty: "0" }
+    expect(Either.isRight(status(asAnswered(order)))).toBe(true)
+    const hostile: ReadonlyArray<readonly [string, unknown]> = [
+      ["avgPrice", number("1e900000000")],
+      ["avgPrice", "1e-900000000"],
+      ["filledBaseQty", "-0.5"],
+      ["baseQty", "0"],
+      ["baseQty", "1".repeat(41)],
+      ["clientOrderId", ""],
+      ["filledBaseQty", "NaN"]
+    ]
+    for (const [field, value] of hostile) {
+      expect(status(asAnswered({ ...order, [field]: value })), `${field}: ${String(value)}`).toMatchObject({ left: { _tag: "DecodeError", endpoint: "/api/spot/order", field } })
+    }
+    const wallets = plainDecoderFor(Schema.Array(WalletRow), "/api/wallets/spot", Shapes.WalletRow, true)
+    expect(wallets(asAnswered([{ asset: "BTC", balance: number("1"), locked: "0" }, { asset: "USDT", balance: number("-5"), locked: "0" }]))).toMatchObject({
+      left: { endpoint: "/api/wallets/spot", field: "[1].balance" }
+    })
+    const openOrders = plainDecoderFor(Schema.Array(OpenOrder), "/api/spot/open-orders", Shapes.OpenOrder, true)
+    expect(openOrders(asAnswered([{ ...order, kind: "resting", createdAt: number("1"), limitPrice: number("1e900000000") }]))).toMatchObject({
+      left: { endpoint: "/api/spot/open-orders", field: "[0].limitPrice" }
+    })
+    const ticker = plainDecoderFor(Ticker, "/api/spot/ticker", Shapes.Ticker, false)
+    expect(ticker(asAnswered({ symbol: "BTCUSDT", price: number("1e900000000") }))).toMatchObject({ left: { field: "price" } })
+    expect(ticker(asAnswered({ symbol: "BTCUSDT", price: "60000", bid: "-1" }))).toMatchObject({ left: { field: "bid" } })
+  })
+
   for (const { name, schema, shape, list } of cases) {
     const bySchema = decoderFor(schema as Schema.Schema<unknown, unknown>, ENDPOINT)
     const plain = plainDecoderFor(schema as Schema.Schema<unknown, unknown>, ENDPOINT, shape, list)

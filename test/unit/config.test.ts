@@ -34,6 +34,8 @@ describe("config", () => {
     { name: "bad port", raw: { health: { port: 70000 } }, field: /^health\.port: must be a TCP port/ },
     { name: "bad decimal cap", raw: { engine: { risk: { maxOrderNotional: "1e5x" } } }, field: /^engine\.risk\.maxOrderNotional:/ },
     { name: "negative cap", raw: { engine: { risk: { dailyLossLimit: "-5" } } }, field: /^engine\.risk\.dailyLossLimit: must be greater than 0/ },
+    { name: "cap beyond the bounds of an amount", raw: { engine: { risk: { maxOrderNotional: "1e900000000" } } }, field: /^engine\.risk\.maxOrderNotional: .*exponent must be from -40 to 40/ },
+    { name: "allocation with too many digits", raw: { strategies: [{ id: "d", strategy: "dca", symbol: "BTCUSDT", allocation: { USDT: "1".repeat(41) } }] }, field: /^strategies\[0\]\.allocation\.USDT: .*more than 40 significant digits/ },
     { name: "bad cron", raw: { strategies: [{ id: "d", strategy: "dca", symbol: "BTCUSDT", schedule: "every day" }] }, field: /^strategies\[0\]\.schedule: "every day" is not a valid cron expression/ },
     { name: "lower-case symbol", raw: { strategies: [{ id: "d", strategy: "dca", symbol: "btc-usdt" }] }, field: /^strategies\[0\]\.symbol: must be a pair written as one upper-case word/ },
     { name: "missing strategy name", raw: { strategies: [{ id: "d", symbol: "BTCUSDT" }] }, field: /^strategies\[0\]\.strategy: is required but missing/ },

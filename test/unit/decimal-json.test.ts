@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { LosslessNumber } from "lossless-json"
 import { describe, expect, it } from "vitest"
-import { compact, compare, Decimal, divideDown, min, sign, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, quantize, Rounding, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
+import { compact, compare, Decimal, divideDown, min, sign, fromJsNumber, fromNumberToken, fromString, InvalidDecimal, isMultipleOf, MAX_EXPONENT, MAX_SIGNIFICANT_DIGITS, quantize, Rounding, toBounds, toFloat, toJsonNumber } from "../../src/domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
 
 /** Random decimals with up to 30 significant digits and up to 18 places. */
@@ -13,6 +13,91 @@ const decimalText = fc
     const trimmed = digits.length > 30 ? fraction.slice(0, Math.max(0, 30 - w.length)) : fraction
     return `${negative ? "-" : ""}${w}${trimmed === "" ? "" : `.${trimmed}`}`
   })
+
+/** Significant digits: a non-zero first and last digit, `count` in all. */
+const significand = (count: number) =>
+  count === 1
+    ? fc.constantFrom(..."123456789")
+    : fc
+        .tuple(fc.constantFrom(..."123456789"), fc.string({ unit: fc.constantFrom(..."0123456789"), minLength: count - 2, maxLength: count - 2 }), fc.constantFrom(..."123456789"))
+        .map(([a, b, c]) => a + b + c)
+
+/** `digits` × 10^(exponent of the leading digit), written as a JSON number may be: plain, or with an exponent. */
+const written = (negative: boolean, digits: string, exponent: number, form: "plain" | "scientific" | "padded"): string => {
+  const sign = negative ? "-" : ""
+  if (form === "scientific") return `${sign}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ""}e${exponent}`
+  const value = new Decimal(`${digits[0]}.${digits.slice(1) || "0"}e${exponent}`)
+  const plain = value.toFixed()
+  return `${sign}${form === "padded" && !plain.includes(".") ? `${plain}.000` : form === "padded" ? `${plain}000` : plain}`
+}
+
+const inBounds = fc
+  .tuple(fc.boolean(), fc.integer({ min: 1, max: MAX_SIGNIFICANT_DIGITS }).chain(significand), fc.integer({ min: -MAX_EXPONENT, max: MAX_EXPONENT }), fc.constantFrom("plain", "scientific", "padded") as fc.Arbitrary<"plain" | "scientific" | "padded">)
+  .map(([negative, digits, exponent, form]) => ({ text: written(negative, digits, exponent, form), negative, digits, exponent }))
+
+const outOfBounds = fc.oneof(
+  fc.tuple(fc.boolean(), fc.integer({ min: MAX_SIGNIFICANT_DIGITS + 1, max: 70 }).chain(significand), fc.integer({ min: -MAX_EXPONENT, max: MAX_EXPONENT - 30 }), fc.constantFrom("plain", "scientific") as fc.Arbitrary<"plain" | "scientific">)
+    .map(([negative, digits, exponent, form]) => written(negative, digits, exponent, form)),
+  fc.tuple(fc.boolean(), fc.integer({ min: 1, max: 10 }).chain(significand), fc.oneof(fc.integer({ min: MAX_EXPONENT + 1, max: 2_000_000_000 }), fc.integer({ min: -2_000_000_000, max: -MAX_EXPONENT - 1 })))
+    .map(([negative, digits, exponent]) => written(negative, digits, exponent, "scientific")),
+  fc.tuple(fc.boolean(), fc.integer({ min: MAX_EXPONENT + 1, max: 80 }), fc.boolean())
+    .map(([negative, exponent, small]) => `${negative ? "-" : ""}${small ? `0.${"0".repeat(exponent - 1)}1` : `1${"0".repeat(exponent)}`}`)
+)
+
+describe("Decimal bounds", () => {
+  it("property: an amount within the bounds reads back exactly, however it is written", () => {
+    fc.assert(
+      fc.property(inBounds, ({ text, negative, digits, exponent }) => {
+        const value = fromString(text, "price")
+        expect(value.sd()).toBe(digits.length)
+        expect(value.e).toBe(exponent)
+        expect(value.isNeg()).toBe(negative)
+        expect(value.eq(new Decimal(text))).toBe(true)
+        // Written out and read again, it is the same number: the ledger stores what it was given.
+        expect(fromString(toJsonNumber(value)).eq(value)).toBe(true)
+      }),
+      { numRuns: 3000 }
+    )
+  })
+
+  it("property: an amount beyond the bounds is refused before it is parsed, naming the field", () => {
+    fc.assert(
+      fc.property(outOfBounds, fc.constantFrom("price", "fills[3].baseQty", "balances.USDT"), (text, field) => {
+        let refusal: unknown
+        try {
+          fromString(text, field)
+        } catch (error) {
+          refusal = error
+        }
+        expect(refusal, text).toBeInstanceOf(InvalidDecimal)
+        expect((refusal as InvalidDecimal).field).toBe(field)
+        expect((refusal as InvalidDecimal).message.startsWith(`${field}: `)).toBe(true)
+        expect((refusal as InvalidDecimal).problem).toMatch(/significant digits|exponent|longer than/)
+      }),
+      { numRuns: 3000 }
+    )
+  })
+
+  it("refuses the texts that ran the process out of memory or time, at once", () => {
+    for (const text of ["1e900000000", "1e20000000", "-1e-900000000", `1${"0".repeat(100_000)}`, `0.${"0".repeat(100_000)}1`, "9".repeat(10_000_000)]) {
+      expect(() => fromString(text, "price")).toThrow(InvalidDecimal)
+    }
+    expect(fromString(`0.${"0".repeat(MAX_EXPONENT - 1)}1`).eq("1e-40")).toBe(true)
+    expect(fromString("9".repeat(MAX_SIGNIFICANT_DIGITS)).sd()).toBe(MAX_SIGNIFICANT_DIGITS)
+    expect(fromString("-0.000000").isZero()).toBe(true)
+  })
+
+  it("toBounds rounds a worked-out figure into what reads back, and leaves an amount within them as it is", () => {
+    const third = new Decimal(1).div(3)
+    expect(third.sd()).toBe(64)
+    expect(toBounds(third).toFixed()).toBe(`0.${"3".repeat(MAX_SIGNIFICANT_DIGITS)}`)
+    expect(fromString(toBounds(third).toFixed()).eq(toBounds(third))).toBe(true)
+    expect(toBounds(new Decimal("4e-41")).toFixed()).toBe("0")
+    expect(toBounds(new Decimal("6e-41")).toFixed()).toBe("0.0000000000000000000000000000000000000001")
+    const amount = fromString("60000.12345678")
+    expect(toBounds(amount)).toBe(amount)
+  })
+})
 
 describe("Decimal", () => {
   it("reads strings exactly, including 0.1000000000000000055511151231257827", () => {
@@ -86,8 +171,8 @@ describe("Decimal", () => {
   it("divides down to the step exactly, where a 64-digit quotient would round up to the next step", () => {
     const step = fromString("0.00001")
     expect(divideDown(fromString("1000"), fromString("60489.02"), step).toFixed()).toBe("0.01653")
-    // 1 - 1e-70 over 1 is a whole step short of 1 at any precision below 70 digits.
-    const justUnder = fromString(`0.${"9".repeat(70)}`)
+    // 1 - 1e-70 over 1 is a whole step short of 1 at any precision below 70 digits (a worked-out figure: no text reads as it).
+    const justUnder = new Decimal(`0.${"9".repeat(70)}`)
     expect(divideDown(justUnder, fromString("1"), step).toFixed()).toBe("0.99999")
     expect(divideDown(fromString("-7"), fromString("2"), fromString("1")).toFixed()).toBe("-3")
     expect(toJsonNumber(divideDown(fromString("0.000001"), fromString("1"), step))).toBe("0")

@@ -262,6 +262,36 @@ describe("fills decoder", () => {
     }
   })
 
+  it("refuses a page whole for one fill that must not be stored, naming the fill and the field", () => {
+    const hostile: ReadonlyArray<readonly [string, unknown, string]> = [
+      ["price", new LosslessNumber("1e900000000"), "exponent"],
+      ["price", "1e20000000", "exponent"],
+      ["baseQty", "-0.001", "greater than 0"],
+      ["baseQty", "0", "greater than 0"],
+      ["quoteQty", "1".repeat(41), "significant digits"],
+      ["fee", "NaN", "plain decimal digits"],
+      ["fee", "0x10", "plain decimal digits"],
+      ["side", "BUY", "buy"],
+      ["fillId", undefined, "missing"],
+      ["fillId", "", "empty"]
+    ]
+    for (const [field, value, why] of hostile) {
+      const page = JSON.parse(svcVenuePage(6)) as { fills: Array<Record<string, unknown>> }
+      if (value === undefined) delete page.fills[4]![field]
+      else page.fills[4]![field] = value
+      const text = stringify(page)
+      expectSame(text)
+      const decoded = candidate(text)
+      expect(decoded, `${field}: ${String(value)}`).toMatchObject({ left: { _tag: "DecodeError", endpoint: ENDPOINT, field: `fills[4].${field}` } })
+      expect((decoded as Either.Left<DecodeError, FillsPage>).left.detail).toContain(why)
+    }
+    // A maker rebate is a negative fee: that is the venue's value, stored as it is.
+    const rebate = JSON.parse(svcVenuePage(2)) as { fills: Array<Record<string, unknown>> }
+    rebate.fills[1]!.fee = "-0.002"
+    expectSame(JSON.stringify(rebate))
+    expect(Either.isRight(candidate(JSON.stringify(rebate)))).toBe(true)
+  })
+
   it("property: parses any text to what Json.parse gives, or refuses it as Json.parse does", () => {
     // A natively read page's rows keep the doubles that hold their number tokens exactly.
     const tokens = (value: unknown): unknown =>
