@@ -534,11 +534,10 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       yield* logEvent("app.stopping", { reason: "run duration elapsed" })
     })
 
-    const engineLayer = StrategyStateStore.Default.pipe(Layer.provideMerge(EngineModule.layer(engineOptionsOf(config))))
-    const start = Effect.gen(function* () {
+    const engineOptions = engineOptionsOf(config)
+    const engineLayer = StrategyStateStore.Default.pipe(Layer.provideMerge(EngineModule.layer(engineOptions)))
+    const checks = Effect.gen(function* () {
       const svc = yield* SvcClient
-      yield* health.check(venueHealth(svc, config.health.unreachableAfterMs))
-      yield* Effect.forkScoped(watchVenue(svc, config.health.unreachableAfterMs))
       // Paper trades only on svc-venue and live never does, unless staging: decided from a public
       // read, before one signed request reaches the server.
       const implementation = yield* svc.venueImplementation().pipe(
@@ -555,6 +554,15 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       if (problems.length > 0) {
         return yield* new StartupError({ message: problems.map((p) => `the exchange refuses this config: ${p}`).join("\n"), exitCode: 2 })
       }
+    })
+    const start = Effect.gen(function* () {
+      const svc = yield* SvcClient
+      yield* health.check(venueHealth(svc, config.health.unreachableAfterMs))
+      yield* Effect.forkScoped(watchVenue(svc, config.health.unreachableAfterMs))
+      // The checks can take long (a slow or unreachable venue, a used-up budget), and a stop may come
+      // meanwhile with orders of a killed run resting: the engine's stop runs on the journal it left.
+      // From the engine's build on, the engine's own stop is registered before its first request.
+      yield* checks.pipe(Effect.onInterrupt(() => EngineModule.stopBeforeStart(engineOptions)))
       yield* Effect.scoped(trade).pipe(
         Effect.provide(engineLayer),
         Effect.mapError((error) =>

@@ -6,6 +6,7 @@
  * as scoped fibers, and closing the scope shuts down gracefully.
  */
 import { Clock, Effect, Fiber, FiberSet, Layer, Option, type Scope, type Stream } from "effect"
+import { existsSync } from "node:fs"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
 import { LIVE_STATES } from "../domain/OrderState.js"
@@ -23,6 +24,7 @@ import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
+import type { SvcClient } from "../svc/SvcClient.js"
 import { waitOutTransients } from "../svc/Transients.js"
 
 /**
@@ -60,23 +62,24 @@ export interface StopReport {
  * that is being interrupted, where an interruptible region would end at once: so
  * the work runs on a fiber of its own, interruptibly, and the finalizer waits for it.
  */
-export const finalizerWork = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+export const finalizerWork = <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(Effect.forkDaemon(Effect.interruptible(work)), Fiber.join)
 
-export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
+/**
+ * The graceful stop, apart from the engine's start: it needs the journal and the services that
+ * send, poll and sync, not a startup reconcile, so it also stops an engine that never ran
+ * (`stopBeforeStart`). Building it registers the stop to run when its scope closes.
+ */
+export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop", {
   scoped: Effect.gen(function* () {
     const journal = yield* OrderJournal
-    const books = yield* Books
-    const bus = yield* EngineBus
     const execution = yield* Execution
     const tracker = yield* Tracker
     const reconcile = yield* Reconcile
     const fillSync = yield* FillSync
-    const market = yield* Market
     const settings = yield* EngineSettings
 
-    const strategyOrders = (strategyId: string | undefined) =>
-      Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId !== null && (strategyId === undefined || o.strategyId === strategyId)))
+    const strategyOrders = Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId !== null))
 
     /** The tracker, fill sync and reconcile loops: the stop ends them and does what it still needs of their work itself. */
     const background = yield* FiberSet.make()
@@ -113,9 +116,9 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
         const cancelsBy = by(0.8)
         // Every order is marked before any cancel goes out, so a stop cut short still leaves them marked
         // for the next start. Market orders are not marked: they are waited for below, filled or rejected whole.
-        const marked = (yield* Effect.forEach(yield* strategyOrders(undefined), execution.markCancel)).filter((row) => row !== undefined)
+        const marked = (yield* Effect.forEach(yield* strategyOrders, execution.markCancel)).filter((row) => row !== undefined)
         yield* Effect.forEach(marked, execution.sendCancel, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
-        while ((yield* strategyOrders(undefined)).some((o) => o.clientOrderId !== null) && (yield* before(cancelsBy))) {
+        while ((yield* strategyOrders).some((o) => o.clientOrderId !== null) && (yield* before(cancelsBy))) {
           yield* tracker.pollOnce.pipe(until(cancelsBy))
           yield* Effect.sleep(100)
         }
@@ -137,16 +140,35 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       Effect.gen(function* () {
         const unsentIntents = (yield* journal.inStates(["intent"])).length
         const placementsInDoubt = (yield* journal.inStates(["submitting", "unknown"])).length
-        const ordersLeftOpen = (yield* strategyOrders(undefined)).filter((o) => LIVE_STATES.has(o.state)).length
+        const ordersLeftOpen = (yield* strategyOrders).filter((o) => LIVE_STATES.has(o.state)).length
         const left = unsentIntents > 0 || placementsInDoubt > 0 || !fillsSynced || (settings.cancelOnStop && ordersLeftOpen > 0)
         return { withdrawn, unsentIntents, placementsInDoubt, ordersLeftOpen, fillsSynced, left, tookMs: (yield* Clock.currentTimeMillis) - started }
       })
 
-    // Registered before the startup reconcile: a stop that comes while it runs (or waits on the
-    // budget) still cancels what the journal knows and syncs the fills. Once: the daemon may
-    // run it earlier, right after its strategies stopped.
+    // Once: the daemon may run it earlier, right after its strategies stopped.
     const stopOnce = yield* Effect.cached(finalizerWork(stop))
     yield* Effect.addFinalizer(() => stopOnce)
+    return { stop: stopOnce, background }
+  })
+}) {}
+
+export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
+  scoped: Effect.gen(function* () {
+    const journal = yield* OrderJournal
+    const books = yield* Books
+    const bus = yield* EngineBus
+    const execution = yield* Execution
+    const tracker = yield* Tracker
+    const reconcile = yield* Reconcile
+    const fillSync = yield* FillSync
+    const market = yield* Market
+    const settings = yield* EngineSettings
+    // Built before the startup reconcile, its stop registered: a stop that comes while the reconcile
+    // runs (or waits on the budget) still cancels what the journal knows and syncs the fills.
+    const { stop, background } = yield* EngineStop
+
+    const strategyOrders = (strategyId: string) =>
+      Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId === strategyId))
 
     // A venue that is down or refusing at start is waited out: the stop above still works meanwhile.
     const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message))
@@ -158,7 +180,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       /** The startup reconcile's counts. */
       startup,
       /** The graceful stop (cancel on stop, final fill sync), once, and what it left; closing the engine's scope runs it too. */
-      stop: stopOnce,
+      stop,
       /** Journals and sends intents in order; each is Approved (journaled, being sent) or Refused with its reason. */
       submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds?: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SubmitResult>> =>
         execution.submit(strategyId, intents, outboxIds),
@@ -238,12 +260,8 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
   })
 }) {}
 
-/**
- * The engine and its store, given a `SvcClient`. Building it opens and migrates
- * the database and runs the startup reconcile; closing it stops placements,
- * cancels open orders when `cancelOnStop`, syncs fills and closes the database.
- */
-export const layer = (options: EngineOptions) => {
+/** The store, the services that send, poll and sync, and the stop over them: everything but the engine's start. */
+const stoppableLayer = (options: EngineOptions) => {
   const settings = Layer.succeed(EngineSettings, resolveSettings(options))
   const store = Books.Default.pipe(
     Layer.provideMerge(Layer.mergeAll(OrderJournal.Default, FillLedger.Default)),
@@ -253,5 +271,37 @@ export const layer = (options: EngineOptions) => {
   const reads = Layer.mergeAll(Market.Default, FillSync.Default).pipe(Layer.provideMerge(base))
   const execution = Execution.Default.pipe(Layer.provideMerge(reads))
   const loops = Layer.mergeAll(Tracker.Default, Reconcile.Default).pipe(Layer.provideMerge(execution))
-  return Engine.Default.pipe(Layer.provideMerge(loops))
+  return EngineStop.Default.pipe(Layer.provideMerge(loops))
 }
+
+/**
+ * The engine and its store, given a `SvcClient`. Building it opens and migrates
+ * the database and runs the startup reconcile; closing it stops placements,
+ * cancels open orders when `cancelOnStop`, syncs fills and closes the database.
+ */
+export const layer = (options: EngineOptions) => Engine.Default.pipe(Layer.provideMerge(stoppableLayer(options)))
+
+/**
+ * The stop of an engine that never ran, for a stop during the daemon's start-up checks: the
+ * journal a previous run left, if there is one, is opened and stopped as a running engine's
+ * would be, without a startup reconcile first. Placements a crash left half-sent are lost
+ * ones for the stop to look for, never-sent intents are withdrawn, open orders cancelled
+ * (`cancelOnStop`) and fills synced within `stopWithinMs`, and the same one line says what
+ * was left. Undefined when there is no journal, so nothing to stop. Meant for an interrupt
+ * handler: it runs as `finalizerWork`, so that the fibers its services fork can be ended.
+ */
+export const stopBeforeStart = (options: EngineOptions): Effect.Effect<StopReport | undefined, never, SvcClient> =>
+  finalizerWork(
+    Effect.suspend(() => {
+      // Opening would create an empty journal: no run placed anything through it.
+      if (!existsSync(options.dbPath)) return Effect.succeed(undefined)
+      return Effect.gen(function* () {
+        yield* (yield* Reconcile).loseHalfSent
+        return yield* (yield* EngineStop).stop
+      }).pipe(
+        Effect.provide(stoppableLayer(options)),
+        // A journal this svcbot cannot open (from a newer one) can neither be stopped nor counted.
+        Effect.catchAll((error) => Effect.as(logEvent("engine.stop-incomplete", { journal: options.dbPath, error: error.message, left: true }), undefined))
+      )
+    })
+  )

@@ -218,8 +218,20 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
       return { ...unknown, ...compared }
     })
 
+    /**
+     * Placements left `submitting` become unknown. Only before this process sent anything: then each
+     * was left by a crash after the decision to send, and its request may have reached the service.
+     */
+    const loseHalfSent = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      for (const row of yield* journal.inStates(["submitting"])) {
+        yield* execution.move(row.orderId, "lose", { lostAt: now }, "the process stopped while this placement was being sent")
+      }
+    })
+
     return {
       resolveUnknown,
+      loseHalfSent,
       /**
        * The startup reconcile, run before any strategy: placements a crash left
        * half-sent become unknown and are resolved (waiting at most the absence
@@ -229,10 +241,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
       atStart: Effect.gen(function* () {
         yield* logEvent("reconcile.started", { phase: "start" })
         const started = yield* Clock.currentTimeMillis
-        for (const row of yield* journal.inStates(["submitting"])) {
-          // The process stopped after deciding to send: the request may have reached the service.
-          yield* execution.move(row.orderId, "lose", { lostAt: started }, "the process stopped while this placement was being sent")
-        }
+        yield* loseHalfSent
         yield* fillSync.syncAll
         yield* market.refreshPairs
         let report = yield* resolveUnknown

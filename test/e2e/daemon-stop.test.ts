@@ -1,13 +1,14 @@
 /**
  * A stop is safe at any moment: `svcbot run` gets SIGTERM at each phase of start-up
  * and shutdown, one test per phase, and each time exits 0 within its bound with
- * nothing of the account left resting or pending on the venue.
+ * nothing of the account left resting or pending on the venue (or, where the venue
+ * is too slow for the bound, what is left named in `engine.stop-incomplete`).
  */
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { killAll, pollUntil, svcbot, waitForEvent, type Run } from "../support/daemon.js"
+import { events, killAll, pollUntil, svcbot, waitForEvent, type Run } from "../support/daemon.js"
 import { startProxy } from "../support/proxy.js"
 import { startVenue, type StartVenueOptions, type TestVenue } from "../support/venue.js"
 
@@ -26,11 +27,11 @@ const venue = async (options: StartVenueOptions = {}) => {
   return started
 }
 
-const configFor = (baseUrl: string): string => {
+const configFor = (baseUrl: string, grid = GRID): string => {
   const dir = mkdtempSync(join(tmpdir(), "svcbot-stop-"))
   writeFileSync(
     join(dir, "config.json"),
-    JSON.stringify({ mode: "paper", venue: { embedded: false, baseUrl }, database: { path: join(dir, "svcbot.db") }, strategies: [GRID] })
+    JSON.stringify({ mode: "paper", venue: { embedded: false, baseUrl }, database: { path: join(dir, "svcbot.db") }, strategies: [grid] })
   )
   return join(dir, "config.json")
 }
@@ -55,13 +56,14 @@ const expectCleanStop = async (run: Run, v: TestVenue, phase: string) => {
   expect(open).toEqual([])
 }
 
-/** A first run that places orders and is killed: they rest on the venue for the next start to deal with. */
-const leaveOrdersResting = async (configPath: string, v: TestVenue) => {
+/** A first run that places orders and is killed once `resting` of them rest: they stay on the venue for the next start to deal with. */
+const leaveOrdersResting = async (configPath: string, v: TestVenue, resting = 1) => {
   const first = daemon(configPath, v)
-  await pollUntil(async () => (first.lines.filter((l) => l.includes('"order.accepted"')).length >= 4 ? true : undefined), 60_000, "resting orders", 20)
+  await pollUntil(async () => (first.lines.filter((l) => l.includes('"order.accepted"')).length >= Math.max(4, resting) ? true : undefined), 60_000, "accepted orders", 20)
+  await pollUntil(async () => ((await openOnVenue(v)).length >= resting ? true : undefined), 60_000, `${resting} resting orders`, 20)
   first.child.kill("SIGKILL")
   await first.exit
-  expect((await openOnVenue(v)).length).toBeGreaterThan(0)
+  expect((await openOnVenue(v)).length).toBeGreaterThanOrEqual(resting)
 }
 
 describe("SIGTERM at each phase of start-up and shutdown", () => {
@@ -83,6 +85,28 @@ describe("SIGTERM at each phase of start-up and shutdown", () => {
     await signalOn(run, "SIGTERM", "the startup reconcile", (l) => l.includes('"reconcile.started"'))
     await expectCleanStop(run, v, "during the startup reconcile")
     expect(run.lines.some((l) => l.includes('"config.loaded"')), "the signal came before the strategies started").toBe(false)
+  }, 120_000)
+
+  it("during the venue check of a slow venue with a used-up budget, with 8 orders a killed run left resting (a restart loop stopped by docker compose stop)", async () => {
+    const v = await venue()
+    // Nine lines: the empty one at the price and eight orders around it.
+    const configPath = configFor(v.url, { ...GRID, params: { ...GRID.params, levels: 9 } })
+    await leaveOrdersResting(configPath, v, 8)
+    await v.admin("POST", "/_venue/faults", { latencyMs: 400, limits: { weightPerMinute: 12 } })
+    const run = daemon(configPath, v)
+    const started = await waitForEvent(run, "app.started", 60_000)
+    await new Promise((done) => setTimeout(done, 1500 - (Date.now() - Date.parse(String(started.time)))))
+    expect(run.lines.some((l) => l.includes('"reconcile.started"')), "the signal came before the engine ran").toBe(false)
+    const signalled = Date.now()
+    run.child.kill("SIGTERM")
+    const code = await run.exit
+    const open = await openOnVenue(v)
+    const stop = events(run).filter((e) => e.event === "engine.stopped" || e.event === "engine.stop-incomplete")
+    console.log(`SIGTERM during the venue check of a slow venue: exit ${code} after ${Date.now() - signalled} ms, orders left open ${open.length}, ${JSON.stringify(stop)}`)
+    expect(code, `${run.stderr.join("")}\n${run.lines.slice(-15).join("\n")}`).toBe(0)
+    expect(stop, "one line about the stop").toHaveLength(1)
+    // Cancelled, or named as left by the stop's warn line: never left resting without a word.
+    if (open.length > 0) expect({ event: stop[0]!.event, ordersLeftOpen: stop[0]!.ordersLeftOpen }).toEqual({ event: "engine.stop-incomplete", ordersLeftOpen: open.length })
   }, 120_000)
 
   it("during a budget wait, with orders a killed run left resting", async () => {
