@@ -9,7 +9,7 @@ import { resolve } from "node:path"
 import { Data, Effect, Either } from "effect"
 import { Decimal, fromString, InvalidDecimal } from "../domain/Decimal.js"
 import { isLosslessNumber, parse } from "../domain/Json.js"
-import { loadStrategy } from "../strategy/Loader.js"
+import { findStrategyFile, loadStrategy, type StrategyNotFound } from "../strategy/Loader.js"
 import { decodeParams, type StrategyDefinition } from "../strategy/Strategy.js"
 import { decodeAccounts, devAccounts, type PairEntry, toFees, toPairSpec } from "../venue/Accounts.js"
 import type { Fees, PairSpec } from "../venue/Matching.js"
@@ -165,13 +165,17 @@ const loadSeries = (spec: JobSpec, entry: PairEntry): Either.Either<CandleSeries
     : Either.right(sliced)
 }
 
+const strategyProblem = (error: StrategyNotFound): JobInvalid => new JobInvalid({ message: error.message.replaceAll("strategies[backtest].strategy", "--strategy") })
+
+/** The job's strategy plugin file, found without running its code. */
+export const strategyFileOf = (spec: JobSpec): Effect.Effect<string, JobInvalid> =>
+  findStrategyFile("backtest", spec.strategy, spec.cwd).pipe(Effect.mapError(strategyProblem))
+
 /** Loads the strategy module and the candles; the one step with I/O. */
 export const prepare = (spec: JobSpec): Effect.Effect<PreparedJob, JobInvalid> =>
   Effect.gen(function* () {
     const entry = yield* pairEntry(spec.symbol)
-    const loaded = yield* loadStrategy("backtest", spec.strategy, spec.cwd).pipe(
-      Effect.mapError((e) => new JobInvalid({ message: e.message.replaceAll("strategies[backtest].strategy", "--strategy") }))
-    )
+    const loaded = yield* loadStrategy("backtest", spec.strategy, spec.cwd).pipe(Effect.mapError(strategyProblem))
     const series = yield* loadSeries(spec, entry)
     return {
       spec,

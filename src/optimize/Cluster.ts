@@ -23,7 +23,9 @@
  * and a worker fetches a hash the first time it meets it, keeps it as a CSV in its cache
  * folder (so a restart does not fetch it again) and prepares each study once.
  * A worker whose strategy source or data hashes differ from the study's refuses the trial
- * (`WorkerUnfit`) rather than answer for other code or other data.
+ * (`WorkerUnfit`) rather than answer for other code or other data, and hashes the strategy file
+ * before importing it. Requests and answers are read in the exact form svcbot writes them
+ * (TrialMessages.ts): anything that can write the cluster's tables can write a message.
  */
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
@@ -33,7 +35,7 @@ import { Rpc } from "@effect/rpc"
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Option, Redacted, Schema } from "effect"
-import { type JobSpec, prepare, type PreparedJob } from "../backtest/Job.js"
+import { type JobSpec, prepare, type PreparedJob, strategyFileOf } from "../backtest/Job.js"
 import type { CandleSeries } from "../backtest/Candles.js"
 import { sourceHashOfFile } from "../domain/Hash.js"
 import { logEvent } from "../log/Logger.js"
@@ -41,27 +43,7 @@ import * as PgResults from "./PgResults.js"
 import type { ResultsBackend } from "./Results.js"
 import { RunnerFailed, type TrialRunner } from "./Runner.js"
 import { dataHashOf, runTrial, type Study, type TrialResult } from "./Trial.js"
-
-/** What a worker needs to rebuild a study: the job's setup, with the candles named by their hash. */
-const StudyRef = Schema.Struct({
-  strategy: Schema.String,
-  sourceHash: Schema.String,
-  dataHash: Schema.String,
-  symbol: Schema.String,
-  balances: Schema.Record({ key: Schema.String, value: Schema.String }),
-  fees: Schema.optionalWith(Schema.Struct({ maker: Schema.String, taker: Schema.String }), { exact: true }),
-  settleDelayMs: Schema.Number,
-  schedule: Schema.optionalWith(Schema.String, { exact: true })
-})
-type StudyRef = typeof StudyRef.Type
-
-const TrialMessage = Schema.Struct({ key: Schema.String, params: Schema.String, fromMs: Schema.Number, toMs: Schema.Number })
-
-const TrialAnswer = Schema.Struct({
-  key: Schema.String,
-  metrics: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Number, Schema.Null) }), { exact: true }),
-  error: Schema.optionalWith(Schema.String, { exact: true })
-})
+import { type StudyRef, TrialAnswer, TrialRequest } from "./TrialMessages.js"
 
 /** The worker cannot answer for this study: another strategy source, other data, or the study cannot be prepared there. */
 export class WorkerUnfit extends Schema.TaggedError<WorkerUnfit>()("WorkerUnfit", { worker: Schema.String, problem: Schema.String }) {
@@ -74,7 +56,7 @@ export class WorkerUnfit extends Schema.TaggedError<WorkerUnfit>()("WorkerUnfit"
 const requestKeyOf = (runId: number, key: string): string => `${runId}/${key}`
 
 const RunTrial = Rpc.make("RunTrial", {
-  payload: { runId: Schema.Number, study: StudyRef, trial: TrialMessage },
+  payload: TrialRequest.fields,
   success: TrialAnswer,
   error: WorkerUnfit,
   primaryKey: ({ runId, trial }) => requestKeyOf(runId, trial.key)
@@ -147,19 +129,15 @@ export interface WorkerOptions {
   readonly cacheDir: string
 }
 
-/** Fetches a study's candles (once per hash, then from the cache folder) and prepares its job, checking both hashes. */
+/**
+ * Checks the study's strategy file against its source hash, then fetches its candles (once per
+ * hash, then from the cache folder) and prepares its job, checking the data's hash. The file is
+ * hashed before it is imported: a worker runs no code but the code the run was started with.
+ */
 const loadStudy = (study: StudyRef, worker: string, cacheDir: string) =>
   Effect.gen(function* () {
     const unfit = (problem: string) => new WorkerUnfit({ worker, problem })
     const path = join(cacheDir, `${study.dataHash}.csv`)
-    if (!existsSync(path)) {
-      const csv = yield* PgResults.getDataset(study.dataHash).pipe(Effect.orDie)
-      if (csv === undefined) return yield* Effect.fail(unfit(`dataset ${study.dataHash} is not in the cluster's database`))
-      mkdirSync(cacheDir, { recursive: true })
-      // Written aside and renamed: a worker killed mid-write never leaves a half file under the hash.
-      writeFileSync(`${path}.${process.pid}.tmp`, csv)
-      renameSync(`${path}.${process.pid}.tmp`, path)
-    }
     const spec: JobSpec = {
       strategy: study.strategy,
       data: { kind: "csv", path },
@@ -170,13 +148,22 @@ const loadStudy = (study: StudyRef, worker: string, cacheDir: string) =>
       ...(study.schedule === undefined ? {} : { schedule: study.schedule }),
       cwd: process.cwd()
     }
-    const job = yield* prepare(spec).pipe(Effect.mapError((e) => unfit(e.message)))
-    const sourceHash = sourceHashOfFile(job.sourcePath)
+    const sourcePath = yield* strategyFileOf(spec).pipe(Effect.mapError((e) => unfit(e.message)))
+    const sourceHash = sourceHashOfFile(sourcePath)
     if (sourceHash !== study.sourceHash) {
       return yield* Effect.fail(
-        unfit(`its strategy ${study.strategy} (${job.sourcePath}, source hash ${sourceHash.slice(0, 12)}) is not the one the run was started with (${study.sourceHash.slice(0, 12)}); run the same strategy files on every worker`)
+        unfit(`its strategy ${study.strategy} (${sourcePath}, source hash ${sourceHash.slice(0, 12)}) is not the one the run was started with (${study.sourceHash.slice(0, 12)}); run the same strategy files on every worker`)
       )
     }
+    if (!existsSync(path)) {
+      const csv = yield* PgResults.getDataset(study.dataHash).pipe(Effect.orDie)
+      if (csv === undefined) return yield* Effect.fail(unfit(`dataset ${study.dataHash} is not in the cluster's database`))
+      mkdirSync(cacheDir, { recursive: true })
+      // Written aside and renamed: a worker killed mid-write never leaves a half file under the hash.
+      writeFileSync(`${path}.${process.pid}.tmp`, csv)
+      renameSync(`${path}.${process.pid}.tmp`, path)
+    }
+    const job = yield* prepare(spec).pipe(Effect.mapError((e) => unfit(e.message)))
     const dataHash = dataHashOf(job.series)
     if (dataHash !== study.dataHash) return yield* Effect.fail(unfit(`dataset ${study.dataHash} read back with hash ${dataHash}; delete ${path} and retry`))
     yield* logEvent("optimize.study-loaded", { worker, strategy: study.strategy, dataHash: study.dataHash, candles: job.series.candles.length })

@@ -143,8 +143,11 @@ const importFailure = (path: string, cause: unknown): string => {
   return `${path} failed to load: ${message}`
 }
 
-/** Loads the plugin named by a config's `strategy` field. */
-export const loadStrategy = (instanceId: string, reference: string, cwd: string = process.cwd()): Effect.Effect<LoadedStrategy, StrategyNotFound> =>
+/**
+ * The plugin file a config's `strategy` field names, found without importing it: a caller that
+ * must check the file (its source hash) before running its code reads it here first.
+ */
+export const findStrategyFile = (instanceId: string, reference: string, cwd: string = process.cwd()): Effect.Effect<string, StrategyNotFound> =>
   Effect.gen(function* () {
     const field = `strategies[${instanceId}].strategy`
     const paths = candidates(reference, cwd)
@@ -160,6 +163,14 @@ export const loadStrategy = (instanceId: string, reference: string, cwd: string 
     if (!PLUGIN_EXTENSIONS.includes(extname(path))) {
       return yield* new StrategyNotFound({ instanceId, message: `${field}: ${path} is not a plugin file: name a ${PLUGIN_EXTENSIONS.join(", ")} file` })
     }
+    return path
+  })
+
+/** Loads the plugin named by a config's `strategy` field. */
+export const loadStrategy = (instanceId: string, reference: string, cwd: string = process.cwd()): Effect.Effect<LoadedStrategy, StrategyNotFound> =>
+  Effect.gen(function* () {
+    const field = `strategies[${instanceId}].strategy`
+    const path = yield* findStrategyFile(instanceId, reference, cwd)
     const shipped = path.startsWith(STRATEGIES_DIR)
     if (!shipped) yield* Effect.promise(preparePluginSupport)
     const module = yield* Effect.tryPromise({
