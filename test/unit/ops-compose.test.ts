@@ -20,6 +20,8 @@ interface Service {
   readonly ports?: ReadonlyArray<string>
   readonly depends_on?: Record<string, { readonly condition: string }> | ReadonlyArray<string>
   readonly read_only?: boolean
+  readonly cap_drop?: ReadonlyArray<string>
+  readonly security_opt?: ReadonlyArray<string>
   readonly restart?: string
   readonly stop_signal?: string
   readonly stop_grace_period?: string
@@ -77,7 +79,7 @@ describe("docker-compose.yml", () => {
     expect(live.environment?.SVC_API_SECRET_FILE).toBe("/run/secrets/svc_api_secret")
     expect(live.environment).not.toHaveProperty("SVC_API_KEY")
     expect(live.environment).not.toHaveProperty("SVC_API_SECRET")
-    expect(Object.keys(compose.secrets).sort()).toEqual(["svc_api_key", "svc_api_secret"])
+    expect(Object.keys(compose.secrets).sort()).toEqual(["cluster_password", "cluster_url", "svc_api_key", "svc_api_secret"])
     const dataVolume = (s: Service) => s.volumes?.find((v) => v.endsWith(":/app/data"))?.split(":")[0]
     expect(dataVolume(live)).toBeDefined()
     expect(dataVolume(live)).not.toBe(dataVolume(service("bot")))
@@ -113,6 +115,18 @@ describe("docker-compose.yml", () => {
     }
   })
 
+  it("every svcbot service drops all capabilities and escalates no privilege; no service gets the Docker socket", () => {
+    const own = Object.entries(compose.services).filter(([, s]) => s.image?.startsWith("svcbot:") === true)
+    expect(own.map(([name]) => name).sort()).toEqual(["bot", "bot-live", "record", "venue", "worker"])
+    for (const [name, s] of own) {
+      expect(s.cap_drop, name).toEqual(["ALL"])
+      expect(s.security_opt, name).toContain("no-new-privileges:true")
+    }
+    for (const [name, s] of Object.entries(compose.services)) {
+      expect(s.volumes?.some((v) => v.includes("docker.sock")) ?? false, name).toBe(false)
+    }
+  })
+
   it("gives cancel-on-stop more time than the configured shutdown bound", () => {
     for (const name of ["bot", "bot-live"]) {
       const s = service(name)
@@ -134,13 +148,18 @@ describe("docker-compose.yml", () => {
     for (const name of ["loki", "alloy", "prometheus", "grafana"]) expect(service(name).profiles, name).toEqual(["observability"])
   })
 
-  it("runs an optimisation cluster in its own profile: Postgres and workers pointed at it", () => {
+  it("runs an optimisation cluster in its own profile: Postgres and workers pointed at it by secret files", () => {
     for (const name of ["postgres", "worker"]) expect(service(name).profiles, name).toEqual(["cluster"])
     const worker = service("worker")
-    const url = worker.command![worker.command!.indexOf("--cluster") + 1]!.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1")
-    const env = service("postgres").environment!
-    const password = env.POSTGRES_PASSWORD!.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1")
-    expect(url).toBe(`postgres://${env.POSTGRES_USER}:${password}@postgres:5432/${env.POSTGRES_DB}`)
+    const postgres = service("postgres")
+    // No password on a command line or as a default: both read it from secret files.
+    expect(composeText).not.toMatch(/POSTGRES_PASSWORD:|postgres:\/\/\w+:[^@\s]*@/)
+    expect(postgres.environment?.POSTGRES_PASSWORD_FILE).toBe("/run/secrets/cluster_password")
+    expect(postgres.secrets).toEqual(["cluster_password"])
+    expect(worker.command).not.toContain("--cluster")
+    expect(worker.environment?.SVC_CLUSTER_URL_FILE).toBe("/run/secrets/cluster_url")
+    expect(worker.secrets).toEqual(["cluster_url"])
+    expect(compose.secrets["cluster_url"]?.file).toBe("${SVC_SECRETS_DIR:-./secrets}/cluster_url")
     expect(worker.command![0]).toBe("worker")
     expect(worker.depends_on).toEqual({ postgres: { condition: "service_healthy" } })
     // The two commands the README gives for a sweep name this profile and a space file that exists.
