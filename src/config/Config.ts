@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { validate as validateCron } from "node-cron"
 import { PositiveDecimalFromString } from "../domain/DecimalSchema.js"
 import { Dialect } from "../svc/Dialect.js"
+import { DEFAULT_MAX_ANSWER_BYTES } from "../svc/SvcClient.js"
 
 const fix = <S extends Schema.Schema.Any>(schema: S, message: string) =>
   schema.annotations({ message: () => message }) as S
@@ -81,7 +82,18 @@ export const ClientConfig = Schema.Struct({
     default: () => 10, exact: true
   }),
   /** How long key traffic stops after API_KEY_INVALID before one probe request. */
-  authProbeIntervalMs: Schema.optionalWith(Millis("the probe interval", 1000, 3600000), { default: () => 300000, exact: true })
+  authProbeIntervalMs: Schema.optionalWith(Millis("the probe interval", 1000, 3600000), { default: () => 300000, exact: true }),
+  /**
+   * The longest answer body read from the exchange, in bytes; a longer one is cut off and its
+   * request fails (AnswerTooLarge), so a peer that streams without end cannot fill the memory.
+   * The default, 4 MiB, is over ten times the largest fills page (500 fills).
+   */
+  maxAnswerBytes: Schema.optionalWith(
+    fix(Schema.Int.pipe(Schema.between(65536, 1073741824)), "must be a number of bytes, an integer from 65536 (64 KiB) to 1073741824 (1 GiB)").annotations({
+      description: "the longest answer body read from the exchange, in bytes (default 4194304, 4 MiB); a longer one is cut off and its request fails"
+    }),
+    { default: () => DEFAULT_MAX_ANSWER_BYTES, exact: true }
+  )
 })
 
 export const RiskConfig = Schema.Struct({
@@ -152,7 +164,10 @@ export const Config = Schema.Struct({
   mode: Schema.optionalWith(Mode, { default: () => "paper" as const, exact: true }),
   venue: Schema.optionalWith(VenueConfig, { default: () => ({ embedded: true, tape: "synthetic:42", tickMs: 1000, settleMs: 50, staging: false }), exact: true }),
   dialect: Schema.optionalWith(PartialDialect, { default: () => ({}), exact: true }),
-  client: Schema.optionalWith(ClientConfig, { default: () => ({ requestTimeoutMs: 10000, reservePct: 10, authProbeIntervalMs: 300000 }), exact: true }),
+  client: Schema.optionalWith(ClientConfig, {
+    default: () => ({ requestTimeoutMs: 10000, reservePct: 10, authProbeIntervalMs: 300000, maxAnswerBytes: DEFAULT_MAX_ANSWER_BYTES }),
+    exact: true
+  }),
   database: Schema.optionalWith(Schema.Struct({ path: Schema.NonEmptyString }), { default: () => ({ path: "data/svcbot.db" }), exact: true }),
   /**
    * Where promotion evidence lives (runs, paper runs, promotion records): the daemon's own

@@ -235,10 +235,16 @@ const VENUE_WATCH_MS = 1000
 
 /** Health reasons from the client's view of the key and the venue; each clears when the next answers are good. */
 const venueHealth = (svc: SvcClient, unreachableAfterMs: number) =>
-  Effect.map(svc.keyHealth, (key) => [
+  Effect.zipWith(svc.keyHealth, svc.refusedAnswers, (key, refused) => [
     ...(key.authInvalid ? ["API key refused (API_KEY_INVALID): create a new key on the website; it is probed again once per client.authProbeIntervalMs"] : []),
     ...(key.authBlockedForMs > 0 ? [`key traffic blocked after failed authentication for ${Math.ceil(key.authBlockedForMs / 1000)} s more`] : []),
-    ...(key.unreachableForMs >= unreachableAfterMs ? [`venue unreachable for ${Math.round(key.unreachableForMs / 1000)} s (${key.lastFailure ?? "no answer"})`] : [])
+    ...(key.unreachableForMs >= unreachableAfterMs ? [`venue unreachable for ${Math.round(key.unreachableForMs / 1000)} s (${key.lastFailure ?? "no answer"})`] : []),
+    // A refused answer is never stored: what it carried (fills, an order's status) waits until the endpoint answers readably.
+    ...refused.map((answer) =>
+      answer._tag === "DecodeError"
+        ? `answers of ${answer.endpoint} refused (${answer.field === "" ? "the answer" : answer.field}: ${answer.detail}); retried until one reads`
+        : `answers of ${answer.endpoint} refused (larger than client.maxAnswerBytes, ${answer.limitBytes} bytes); retried until one fits`
+    )
   ])
 
 /** Logs the venue becoming unreachable past the threshold, and reachable again. */
@@ -465,6 +471,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       apiSecret: credentials.apiSecret,
       dialect: dialectOf(config),
       requestTimeoutMs: config.client.requestTimeoutMs,
+      maxAnswerBytes: config.client.maxAnswerBytes,
       budget: {
         reservePct: config.client.reservePct,
         authProbeIntervalMs: config.client.authProbeIntervalMs,

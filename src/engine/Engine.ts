@@ -24,6 +24,7 @@ import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
+import { isRefusedAnswer } from "../svc/Errors.js"
 import type { SvcClient } from "../svc/SvcClient.js"
 import { waitOutTransients } from "../svc/Transients.js"
 
@@ -125,7 +126,8 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
       }
       const fillsSynced = yield* fillSync.syncOnce.pipe(
         Effect.map((report) => !report.interrupted),
-        Effect.catchAll((error) => Effect.as(logEvent("request.failed", { what: "fills", error: error.message }), false)),
+        // A refused answer was logged by the client, naming the endpoint and the field.
+        Effect.catchAll((error) => Effect.as(isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }), false)),
         until(by(1)),
         Effect.map(Option.getOrElse(() => false))
       )

@@ -92,6 +92,7 @@ const refusalCode = (error: SvcError): string | undefined => {
     case "NetworkError":
     case "ServerUnavailable":
     case "DecodeError":
+    case "AnswerTooLarge":
       return undefined
     case "RequestInvalid":
       return error.code ?? `HTTP_${error.status}`

@@ -9,7 +9,7 @@ import { Clock, Effect } from "effect"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger, type LedgerFill, type PageProgress } from "../store/FillLedger.js"
 import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
-import type { SvcError } from "../svc/Errors.js"
+import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
 import { EngineSettings } from "./Settings.js"
@@ -120,12 +120,16 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
         }
         return total
       }),
-      /** Background loop: a pass on every trigger (a fill was detected) and on the timer. */
+      /**
+       * Background loop: a pass on every trigger (a fill was detected) and on the timer. A failed
+       * pass stored nothing past its last good page, so the next one resumes from its cursor.
+       */
       loop: Effect.gen(function* () {
         for (;;) {
           yield* Effect.race(bus.awaitFillSyncTrigger, Effect.sleep(settings.intervalMs))
           yield* syncOnce.pipe(
-            Effect.catchAll((error) => logEvent("request.failed", { what: "fills", error: error.message }))
+            // A refused answer was logged by the client, naming the endpoint and the field.
+            Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message })))
           )
         }
       })

@@ -25,6 +25,7 @@ import { FillSync } from "./FillSync.js"
 import { EngineSettings } from "./Settings.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
+import { isRefusedAnswer } from "../svc/Errors.js"
 
 const KNOWN_KINDS: ReadonlySet<string> = new Set(OrderKind.literals)
 
@@ -159,7 +160,10 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     /** Syncs the fills; a failure is logged and leaves a sync triggered. True when the ledger is up to date. */
     const syncFills = fillSync.syncOnce.pipe(
       Effect.as(true),
-      Effect.catchAll((error) => Effect.as(Effect.zipRight(logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync), false))
+      Effect.catchAll((error) =>
+        // A refused answer was logged by the client, naming the endpoint and the field.
+        Effect.as(Effect.zipRight(isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync), false)
+      )
     )
 
     /**

@@ -145,6 +145,24 @@ export class DecodeError extends Data.TaggedError("DecodeError")<{
   }
 }
 
+/**
+ * An answer whose body ran past the client's limit (`maxAnswerBytes`): the client stopped
+ * reading it and closed the connection, so nothing of it was parsed.
+ */
+export class AnswerTooLarge extends Data.TaggedError("AnswerTooLarge")<{
+  readonly endpoint: string
+  readonly limitBytes: number
+}> {
+  override get message(): string {
+    return `${this.endpoint}: the answer is larger than ${this.limitBytes} bytes (client.maxAnswerBytes); it was not read`
+  }
+}
+
+/** An answer the client refused as it came (malformed or too large): the request failed, and nothing of the answer was used. */
+export type RefusedAnswer = DecodeError | AnswerTooLarge
+
+export const isRefusedAnswer = (error: SvcError): error is RefusedAnswer => error._tag === "DecodeError" || error._tag === "AnswerTooLarge"
+
 /** Key traffic is stopped after API_KEY_INVALID; the next probe is allowed after `retryAfterMs`. */
 export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{
   readonly endpoint: string
@@ -170,6 +188,7 @@ export type SvcError =
   | ServerUnavailable
   | NetworkError
   | DecodeError
+  | AnswerTooLarge
   | CircuitOpen
 
 /** A placement exactly as it was sent, so that reconciliation can find it among open orders and fills. */

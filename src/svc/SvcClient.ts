@@ -3,9 +3,12 @@
  * endpoint of the spec and the Dialect.
  *
  * Request pipeline: the body is serialized once (Decimal amounts as JSON number
- * literals), those exact bytes are signed and sent. Answers are parsed losslessly
- * and decoded by the Schemas of Api.ts (fills by FillsDecoder.ts). Failed answers
- * become the tagged errors of Errors.ts by `code`, else by HTTP status.
+ * literals), those exact bytes are signed and sent. Answers are read up to
+ * `maxAnswerBytes` (a longer one is cut off and fails with AnswerTooLarge), parsed
+ * losslessly and decoded by the Schemas of Api.ts (fills by FillsDecoder.ts). Failed
+ * answers become the tagged errors of Errors.ts by `code`, else by HTTP status. An
+ * answer refused as malformed or too large fails its request whole and is kept as a
+ * refused answer of its endpoint until the endpoint answers readably again (health).
  *
  * The wire is an undici connection pool used directly: Effect's HttpClient costs
  * more per request than the exchange itself. Effect keeps what is around it: the
@@ -51,7 +54,8 @@ import {
 import { Budget, type BudgetOptions, type Demand, type Outcome, type Priority, type Ticket } from "./Budget.js"
 import type { Dialect, Side } from "./Dialect.js"
 import {
-  DecodeError,
+  AnswerTooLarge,
+  type DecodeError,
   errorCodeOf,
   fromFailedAnswer,
   isAccountBlock,
@@ -59,6 +63,7 @@ import {
   NetworkError,
   PlacementOutcomeUnknown,
   type PlacementRequest,
+  type RefusedAnswer,
   type SvcError
 } from "./Errors.js"
 import { parseAnswer } from "./AnswerJson.js"
@@ -82,6 +87,16 @@ export interface RetryOptions {
 
 export const defaultRetryOptions: RetryOptions = { maxRetries: 3, baseDelayMs: 100, maxDelayMs: 2000 }
 
+/**
+ * The default bound on an answer's body. The largest legitimate answer is a fills page:
+ * svc-venue serves at most 500 fills a page (MAX_FILLS_LIMIT of src/venue/Venue.ts), and a
+ * fill at its largest (ids of 64 characters, amounts of 40 digits at the smallest exponent) is
+ * about 650 bytes, so about 325 KB a page (test/unit/client-answer-limit.test.ts works it out).
+ * 4 MiB is over twelve times that, room for an exchange that adds fields, and what a peer that
+ * streams without end can cost in memory.
+ */
+export const DEFAULT_MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
 export interface SvcClientOptions {
   /** Scheme, host and port (and any prefix before `/api`), e.g. `https://exchange.example`. */
   readonly baseUrl: string
@@ -89,6 +104,8 @@ export interface SvcClientOptions {
   readonly apiSecret: Redacted.Redacted<string>
   readonly dialect: Dialect
   readonly requestTimeoutMs: number
+  /** Longest answer body read (default DEFAULT_MAX_ANSWER_BYTES); a longer one fails with AnswerTooLarge. */
+  readonly maxAnswerBytes?: number
   readonly budget?: Partial<BudgetOptions>
   readonly retry?: Partial<RetryOptions>
 }
@@ -163,7 +180,7 @@ type Attempt<A> =
       readonly json: unknown
       readonly error: SvcError | undefined
       /** Why a successful answer could not be read (set exactly when `error` is not). */
-      readonly unreadable: DecodeError | undefined
+      readonly unreadable: RefusedAnswer | undefined
       readonly sentAtMs: number
       readonly sentAtLocalMs: number
       readonly receivedAtLocalMs: number
@@ -219,11 +236,13 @@ const unknownPlacement = (call: Call<unknown>, reason: PlacementOutcomeUnknown["
 type IncomingHttpHeaders = Dispatcher.ResponseData["headers"]
 
 /**
- * What came back for one request off the wire: an answer, or why there was none
+ * What came back for one request off the wire: an answer, one whose body ran past the
+ * limit (`TooLarge`: its status and headers, not its body), or why there was none
  * (`answered` when the status line came but the body did not).
  */
 type Reply =
   | { readonly _tag: "Answer"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly text: string }
+  | { readonly _tag: "TooLarge"; readonly status: number; readonly headers: IncomingHttpHeaders }
   | { readonly _tag: "NoAnswer"; readonly answered: boolean; readonly cause: unknown }
 
 /** The body as text, as undici's `body.text()` reads it: UTF-8, a byte order mark skipped. */
@@ -240,6 +259,10 @@ const utf8Text = (chunks: ReadonlyArray<Buffer>): string => {
  * memory and handed over once. `abort` works before the request reached a socket
  * too: undici hands over the request's controller only then, so the abort is
  * passed on when it does.
+ *
+ * At most `maxBytes` of a body are kept: one that says it is longer (Content-Length)
+ * or runs longer is aborted there, which closes its connection, so a peer that
+ * streams without end costs no more memory than the limit.
  */
 class Exchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined
@@ -247,7 +270,10 @@ class Exchange implements Dispatcher.DispatchHandler {
   private done: ((reply: Reply) => void) | undefined
   private status = 0
   private headers: IncomingHttpHeaders = {}
-  private readonly chunks: Array<Buffer> = []
+  private chunks: Array<Buffer> = []
+  private received = 0
+
+  constructor(private readonly maxBytes: number) {}
 
   send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, done: (reply: Reply) => void): void {
     this.done = done
@@ -266,13 +292,17 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.aborted !== undefined) controller.abort(this.aborted)
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.status = statusCode
     this.headers = headers
+    const declared = Number(headers["content-length"])
+    if (declared > this.maxBytes) this.cutOff(controller)
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.chunks.push(chunk)
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.received += chunk.length
+    if (this.received > this.maxBytes) this.cutOff(controller)
+    else this.chunks.push(chunk)
   }
 
   onResponseEnd(): void {
@@ -281,6 +311,14 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.finish({ _tag: "NoAnswer", answered: this.status !== 0, cause: error })
+  }
+
+  /** Stops reading an answer past the limit: what was kept is dropped and the connection closed. */
+  private cutOff(controller: Dispatcher.DispatchController): void {
+    if (this.done === undefined) return
+    this.chunks = []
+    this.finish({ _tag: "TooLarge", status: this.status, headers: this.headers })
+    controller.abort(new Error(`answer larger than ${this.maxBytes} bytes`))
   }
 
   private finish(reply: Reply): void {
@@ -367,6 +405,9 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const apiSecret = Redacted.value(options.apiSecret)
       registerSecret(apiSecret)
       const { dialect, requestTimeoutMs } = options
+      const maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES
+      /** The last answer each endpoint had refused, until it answers readably again. */
+      const refused = new Map<string, RefusedAnswer>()
       const retry: RetryOptions = { ...defaultRetryOptions, ...options.retry }
       const baseUrl = options.baseUrl.replace(/\/+$/, "")
       const origin = new URL(baseUrl).origin
@@ -398,7 +439,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           ticket === undefined
             ? UNSIGNED_HEADERS
             : sign({ method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body }).headers
-        const exchange = new Exchange()
+        const exchange = new Exchange(maxAnswerBytes)
         const watched = watchdog.watch(exchange, monotonicMillisOf(local) + requestTimeoutMs)
         const options: Dispatcher.DispatchOptions = {
           origin,
@@ -441,24 +482,29 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           }
           return ticket === undefined ? Effect.succeed(lost) : Effect.as(budget.settleAt(ticket, LOST, receivedAtLocalMs), lost)
         }
-        const { status, text } = reply
+        const { status } = reply
         const header = headerOf(reply.headers)
         let json: unknown
-        try {
-          json = text === "" ? undefined : (call.parse ?? parseAnswer)(text)
-        } catch {
-          json = undefined
+        if (reply._tag === "Answer" && reply.text !== "") {
+          try {
+            json = (call.parse ?? parseAnswer)(reply.text)
+          } catch {
+            json = undefined
+          }
         }
         const notOk = json !== null && typeof json === "object" && (json as { ok?: unknown }).ok === false
+        // A failed status is its error whatever its body; a body cut off counts as none.
         const error =
           status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
         const logged = ticket === undefined ? Effect.void : budget.settleAt(ticket, { _tag: "Answered", status, header, error }, receivedAtLocalMs)
         let answered: Attempt<A>
         if (error === undefined) {
-          const decoded = call.decode(json, sentAtMs, header)
-          answered = Either.isRight(decoded)
-            ? { _tag: "Decoded", value: decoded.right }
-            : { _tag: "Answered", status, json, error, unreadable: decoded.left, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }
+          const decoded: Either.Either<A, RefusedAnswer> =
+            reply._tag === "TooLarge" ? Either.left(new AnswerTooLarge({ endpoint: call.path, limitBytes: maxAnswerBytes })) : call.decode(json, sentAtMs, header)
+          if (Either.isRight(decoded)) {
+            if (refused.size !== 0) refused.delete(call.path)
+            answered = { _tag: "Decoded", value: decoded.right }
+          } else answered = { _tag: "Answered", status, json, error, unreadable: decoded.left, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }
         } else answered = { _tag: "Answered", status, json, error, unreadable: undefined, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }
         return logged === Effect.void ? Effect.succeed(answered) : Effect.as(logged, answered)
       }
@@ -508,10 +554,17 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
               failure = new NetworkError({ endpoint: call.path, reason: outcome.reason, detail: outcome.detail })
             } else if (outcome.error === undefined) {
               const unreadable = outcome.unreadable!
+              refused.set(call.path, unreadable)
               if (call.kind === "placement") {
                 return yield* Effect.fail(unknownPlacement(call, "unreadable-answer", `HTTP ${outcome.status}: ${unreadable.message}`, outcome.sentAtMs))
               }
-              yield* logEvent("request.failed", { endpoint: call.path, error: unreadable._tag, field: unreadable.field, detail: unreadable.detail })
+              // The one line of a refused answer: callers that catch it do not log it again (isRefusedAnswer).
+              yield* logEvent(
+                "request.failed",
+                unreadable._tag === "DecodeError"
+                  ? { endpoint: call.path, error: unreadable._tag, field: unreadable.field, detail: unreadable.detail }
+                  : { endpoint: call.path, error: unreadable._tag, limitBytes: unreadable.limitBytes, detail: unreadable.message }
+              )
               return yield* Effect.fail(unreadable)
             } else {
               failure = outcome.error
@@ -728,7 +781,12 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         /** The endpoint weights learned so far, to hand to the next run (`BudgetOptions.learnedWeights`). */
         learnedWeights: budget.learnedWeights,
         /** The learned offset of the server's clock (server minus local), in ms. */
-        clockOffsetMs: clock.offsetMs
+        clockOffsetMs: clock.offsetMs,
+        /**
+         * The endpoints whose last answer was refused (malformed or too large), each with why; an
+         * endpoint leaves the list at its next readable answer (for health).
+         */
+        refusedAnswers: Effect.sync((): ReadonlyArray<RefusedAnswer> => [...refused.values()])
       } as const
     })
 }) {

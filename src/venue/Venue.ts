@@ -227,7 +227,8 @@ const decodeCursor = (cursor: string): number | undefined => {
 }
 
 const DEFAULT_FILLS_LIMIT = 50
-const MAX_FILLS_LIMIT = 500
+/** The most fills one page holds: the largest legitimate answer, which the client's answer size bound is set from. */
+export const MAX_FILLS_LIMIT = 500
 
 const intParam = (query: URLSearchParams, name: string, fallback: number, min: number, max: number): number | VenueAnswer => {
   const raw = query.get(name)
