@@ -82,10 +82,13 @@ describe.skipIf(unavailable !== undefined)(`promotion with the compose services$
     const up = await p.compose(["up", "-d", "venue", "bot"])
     expect(up.status, up.stderr).toBe(0)
     await untilHealthy(p, "bot", 180_000)
-    await pollUntil(async () => ((await serviceEvents(p, "bot")).some((e) => e.event === "paper.recorded") ? true : undefined), 90_000, "paper evidence recorded", 2000)
+    // Paper evidence is checkpointed while the bot runs and completed by its stop.
+    await pollUntil(async () => ((await serviceEvents(p, "bot")).some((e) => e.event === "order.accepted" || e.event === "fill.synced") ? true : undefined), 90_000, "paper trading", 2000)
     const stop = await p.compose(["stop", "bot"])
     expect(stop.status, stop.stderr).toBe(0)
     expect((await p.inspect("bot")).exitCode).toBe(0)
+    const recorded = (await serviceEvents(p, "bot")).filter((e) => e.event === "paper.recorded").map((e) => e.strategy)
+    expect(recorded.sort()).toEqual(["btc-sma", "eth-grid"])
 
     // The gate reads what the paper bot wrote into the shared evidence volume.
     const refused = await once(["bot", "promote", "btc-sma", "--to", "live", "--config", "config/paper.json"])
