@@ -108,7 +108,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
       const lostUntil = Math.min(by(0.4), started + settings.reconcile.settleDelayMs + settings.reconcile.absenceWindowMs)
       while ((yield* journal.inStates(["unknown"])).length > 0 && (yield* before(lostUntil))) {
         yield* reconcile.resolveUnknown.pipe(
-          Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message })),
+          Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message }))),
           until(lostUntil)
         )
         yield* Effect.sleep(Math.min(200, settings.reconcile.settleDelayMs))
@@ -173,7 +173,9 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId === strategyId))
 
     // A venue that is down or refusing at start is waited out: the stop above still works meanwhile.
-    const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message))
+    // A refused answer (malformed or too large) is the exchange's to put right, as a transient is: the
+    // start waits for a readable one, storing none of it, rather than exit into a restart loop.
+    const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message, isRefusedAnswer))
     yield* FiberSet.run(background, tracker.loop)
     yield* FiberSet.run(background, fillSync.loop)
     yield* FiberSet.run(background, reconcile.loop)

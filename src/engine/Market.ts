@@ -6,7 +6,7 @@
 import { Clock, Effect, FiberSet, Ref } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { logEvent } from "../log/Logger.js"
-import type { SvcError } from "../svc/Errors.js"
+import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import type { PairRules } from "./Risk.js"
 import { EngineSettings } from "./Settings.js"
@@ -43,7 +43,8 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
               FiberSet.run(
                 refreshes,
                 refresh.pipe(
-                  Effect.catchAll((error) => logEvent("request.failed", { what, error: error.message })),
+                  // Here and below, a refused answer was logged by the client, naming the endpoint and the field.
+                  Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what, error: error.message }))),
                   Effect.ensuring(Effect.sync(() => refreshing.delete(what)))
                 )
               )
@@ -102,7 +103,7 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
           }
           return yield* fetchPrice(symbol).pipe(
             Effect.catchAll((error) =>
-              logEvent("request.failed", { what: "ticker", symbol, error: error.message }).pipe(Effect.as(undefined))
+              (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "ticker", symbol, error: error.message })).pipe(Effect.as(undefined))
             )
           )
         }),
@@ -117,7 +118,7 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
           return cached
         }
         return yield* refreshBalances.pipe(
-          Effect.catchAll((error) => logEvent("request.failed", { what: "wallet", error: error.message }).pipe(Effect.as(cached)))
+          Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "wallet", error: error.message })).pipe(Effect.as(cached)))
         )
       }),
       refreshBalances

@@ -11,7 +11,7 @@ import { logEvent } from "../log/Logger.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
 import type { OpenOrder } from "../svc/Api.js"
-import type { SvcError } from "../svc/Errors.js"
+import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
 import { Execution } from "./Execution.js"
@@ -263,13 +263,16 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
         return summary
       }),
       pass,
-      /** Background: lost placements are looked for every settle delay, the full pass runs every interval. */
+      /**
+       * Background: lost placements are looked for every settle delay, the full pass runs every interval.
+       * A refused answer was logged by the client, naming the endpoint and the field.
+       */
       loop: Effect.all(
         [
           Effect.forever(
             Effect.sleep(settings.settleDelayMs).pipe(
               Effect.zipRight(resolveUnknown),
-              Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message }))
+              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message })))
             )
           ),
           Effect.forever(
@@ -278,7 +281,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
               Effect.tap((r) =>
                 r.adopted + r.notPlaced + r.external + r.inDoubt > 0 ? logEvent("reconcile.completed", { phase: "periodic", ...r }) : Effect.void
               ),
-              Effect.catchAll((error) => logEvent("request.failed", { what: "reconcile", error: error.message }))
+              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message })))
             )
           )
         ],

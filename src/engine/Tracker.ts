@@ -149,7 +149,8 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         Effect.catchAll((error) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
-            yield* logEvent("request.failed", { what: "order status", clientOrderId: row.clientOrderId, error: error.message })
+            // A refused answer was logged by the client, naming the endpoint, the order (its target) and the field.
+            if (!isRefusedAnswer(error)) yield* logEvent("request.failed", { what: "order status", clientOrderId: row.clientOrderId, error: error.message })
             const settled = row.acceptedAt !== null && now - row.acceptedAt >= allSettings.reconcile.settleDelayMs
             if (error._tag === "RequestInvalid" && error.code === ErrorCode.orderNotFound && settled) return yield* probeMissing(row, now, round)
             round.reschedule.push([row.orderId, { nextPollAt: now + settings.restingPollMs }])

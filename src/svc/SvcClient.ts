@@ -562,8 +562,8 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
               yield* logEvent(
                 "request.failed",
                 unreadable._tag === "DecodeError"
-                  ? { endpoint: call.path, error: unreadable._tag, field: unreadable.field, detail: unreadable.detail }
-                  : { endpoint: call.path, error: unreadable._tag, limitBytes: unreadable.limitBytes, detail: unreadable.message }
+                  ? { endpoint: call.path, target: wire.target, error: unreadable._tag, field: unreadable.field, detail: unreadable.detail }
+                  : { endpoint: call.path, target: wire.target, error: unreadable._tag, limitBytes: unreadable.limitBytes, detail: unreadable.message }
               )
               return yield* Effect.fail(unreadable)
             } else {

@@ -19,12 +19,15 @@ const startupRetry = Schedule.exponential(STARTUP_RETRY_FIRST_MS).pipe(
   Schedule.delays
 )
 
-/** Retries `effect` while it fails with a transient, logging each wait with `explain(error)`. */
+/**
+ * Retries `effect` while it fails with a transient, or with an error `alsoWaitOut` names,
+ * logging each wait with `explain(error)`.
+ */
 export const waitOutTransients =
-  (phase: string, explain: (error: SvcError) => string) =>
+  (phase: string, explain: (error: SvcError) => string, alsoWaitOut: (error: SvcError) => boolean = () => false) =>
   <A, E extends SvcError, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.retry(effect, {
-      while: (error) => isTransient(error),
+      while: (error) => isTransient(error) || alsoWaitOut(error),
       schedule: startupRetry.pipe(
         Schedule.intersect(Schedule.identity<E>()),
         Schedule.tapOutput(([delay, error]) =>

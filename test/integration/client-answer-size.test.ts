@@ -117,7 +117,7 @@ const measured = async <A>(body: (client: SvcClient) => Effect.Effect<A, unknown
   })
   const layer = SvcClient.layerWith({
     baseUrl,
-    apiKey: Redacted.make(devTradeKey.id),
+    apiKey: Redacted.make(devTradeKey.keyId),
     apiSecret: Redacted.make(devTradeKey.secret),
     dialect: defaultDialect,
     requestTimeoutMs: 120_000
