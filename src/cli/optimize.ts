@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path"
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Either, Option } from "effect"
 import { describeData, type JobSpec, prepare, type PreparedJob, readParams } from "../backtest/Job.js"
-import { loadConfig } from "../config/Load.js"
+import { loadClusterUrl, loadConfig } from "../config/Load.js"
 import { type Config, type StrategyInstanceConfig } from "../config/Config.js"
 import { parse, stringify } from "../domain/Json.js"
 import { insertInstance } from "../optimize/Instance.js"
@@ -53,7 +53,7 @@ const options = {
   html: Options.text("html").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("where the HTML page goes (default with --show: optimize-run-RUN.html next to the results database)")),
   heatmap: Options.text("heatmap").pipe(Options.withPseudoName("X,Y"), Options.optional, Options.withDescription("the two params of the page's heat map, e.g. fastPeriod,slowPeriod (default: the first two that vary)")),
   evidence: Options.text("evidence").pipe(Options.withPseudoName("FILE"), Options.optional, Options.withDescription("with --walk-forward: record the winner's out-of-sample figures (the last fold's test window) in this evidence store as its backtest, for `svcbot promote` and the outOfSample gate")),
-  cluster: Options.text("cluster").pipe(Options.withPseudoName("URL"), Options.optional, Options.withDescription("run the trials on the cluster whose Postgres this is (postgres://USER@HOST:PORT/DB), on the `svcbot worker --cluster URL` processes, and keep the results there instead of --db")),
+  cluster: Options.text("cluster").pipe(Options.withPseudoName("URL"), Options.optional, Options.withDescription("run the trials on the cluster whose Postgres this is (postgres://USER@HOST:PORT/DB), on the `svcbot worker --cluster URL` processes, and keep the results there instead of --db; without it, and without --db and --threads, SVC_CLUSTER_URL or the file SVC_CLUSTER_URL_FILE names, when set")),
   writeInstance: Options.text("write-instance").pipe(Options.withPseudoName("ID"), Options.optional, Options.withDescription("write the best candidate into --config as a new strategy instance with this id (written disabled)"))
 }
 
@@ -341,8 +341,14 @@ const showRun = (flags: Flags, runId: number) =>
     yield* Console.log(flags.json ? outcomeJson(outcome) : `${outcomeText(outcome, 20)}\npage: ${page}`)
   })
 
-export const optimizeCommand = Command.make("optimize", options, (flags) =>
-  Option.isSome(flags.show) ? showRun(flags, flags.show.value) : runOptimisation(flags)
+export const optimizeCommand = Command.make("optimize", options, (given) =>
+  Effect.gen(function* () {
+    // --db or --threads keep the run here; otherwise a cluster URL from the environment (which keeps
+    // its password off the command line) sends it to the cluster as --cluster would.
+    const local = Option.isNone(given.cluster) && (Option.isSome(given.db) || Option.isSome(given.threads))
+    const flags = local ? given : { ...given, cluster: yield* fromEither(loadClusterUrl(given.cluster)) }
+    return yield* Option.isSome(flags.show) ? showRun(flags, flags.show.value) : runOptimisation(flags)
+  })
 ).pipe(
   Command.withDescription(
     described("Search a strategy's params over a space file (grid or random, successive halving, constraints, walk-forward) and store, show and deploy the results", {

@@ -142,6 +142,30 @@ export const loadConfig = (path: string, env: Env = process.env): Effect.Effect<
     return yield* parseConfig(raw, path, env)
   })
 
+/** How a Postgres URL of the cluster starts; anything else is refused before it is used or shown. */
+const POSTGRES_URL = /^postgres(ql)?:\/\//
+
+/**
+ * The cluster's Postgres URL: `--cluster` when given, else `SVC_CLUSTER_URL` or `SVC_CLUSTER_URL_FILE`
+ * (a Docker secret), so that its password need not be on a command line, where `ps` and the
+ * container's inspection show it. None when none is set. Its password is registered for log
+ * redaction wherever it came from; a malformed value from the environment is refused without showing it.
+ */
+export const loadClusterUrl = (flag: Option.Option<string>, env: Env = process.env): Either.Either<Option.Option<string>, ConfigError> => {
+  const url = Option.isSome(flag) ? Either.right(flag.value) : readSecretVariable(env, "SVC_CLUSTER_URL")
+  if (Either.isLeft(url)) return Either.left(new ConfigError({ source: "environment", problems: [url.left] }))
+  if (url.right === undefined) return Either.right(Option.none())
+  if (Option.isNone(flag) && !POSTGRES_URL.test(url.right)) {
+    return Either.left(new ConfigError({ source: "environment", problems: ["SVC_CLUSTER_URL: must be the cluster's Postgres URL, postgres://USER:PASSWORD@HOST:PORT/DB"] }))
+  }
+  try {
+    registerSecret(decodeURIComponent(new URL(url.right).password))
+  } catch {
+    // An unparsable URL carries no password to hide; the cluster's client refuses it, naming it masked.
+  }
+  return Either.right(Option.some(url.right))
+}
+
 export interface Credentials {
   readonly apiKey: Redacted.Redacted<string>
   readonly apiSecret: Redacted.Redacted<string>

@@ -5,7 +5,9 @@
  * refused whole, though the dataset is stored under that hash, and nothing is written outside
  * the worker's cache folder; a strategy file whose source hash is not the message's is refused
  * before it is imported (the file writes a marker when imported, which a control message with
- * the right hash shows). Skips, saying why, where PostgreSQL cannot start.
+ * the right hash shows). The worker and an optimize run are given the cluster's URL in a file
+ * (`SVC_CLUSTER_URL_FILE`, as compose gives it from a Docker secret), never on their command line.
+ * Skips, saying why, where PostgreSQL cannot start.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -48,6 +50,8 @@ const DATA_HASH = dataHashOf(Either.getOrThrow(parseCsv(CSV, { source: "test" })
 let pg: Postgres
 let dir: string
 let worker: Run
+/** The file holding the cluster's URL, as a Docker secret would. */
+let urlFile: string
 
 const onPostgres = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>): Promise<A> =>
   Effect.runPromise(effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(pg.url) }))))
@@ -64,8 +68,10 @@ beforeAll(async () => {
   if ("missing" in tools) return
   pg = await startPostgres(tools)
   dir = mkdtempSync(join(tmpdir(), "optimize-cluster-trust-"))
+  urlFile = join(mkdtempSync(join(tmpdir(), "optimize-cluster-secret-")), "cluster_url")
+  writeFileSync(urlFile, `${pg.url}\n`)
   const port = await freeLoopbackPort()
-  worker = svcbot(["worker", "--cluster", pg.url, "--host", "127.0.0.1", "--port", String(port), "--cache", join(dir, "cache")])
+  worker = svcbot(["worker", "--host", "127.0.0.1", "--port", String(port), "--cache", join(dir, "cache")], { SVC_CLUSTER_URL_FILE: urlFile })
   await until("the worker registered", async () => {
     const rows = await onPostgres(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1 FROM cluster_runners WHERE healthy`)).catch(() => [])
     return rows.length > 0 || worker.child.exitCode !== null
@@ -135,4 +141,17 @@ describe.skipIf(missing !== undefined)("a cluster worker and the messages it is 
     expect(failureText(control)).toMatch(/WorkerUnfit.*exports no strategy/s)
     expect(existsSync(marker)).toBe(true)
   }, 90_000)
+
+  it("an optimize run given the cluster's URL only in SVC_CLUSTER_URL_FILE runs its trials on the cluster", async () => {
+    const space = join(dir, "space.json")
+    writeFileSync(space, JSON.stringify({ params: { fastPeriod: [3, 5], slowPeriod: [20], entry: "market", quoteQty: "100" }, rankBy: "profit" }))
+    const run = svcbot(["optimize", "--strategy", "sma-crossover", "--synthetic", "5:3000", "--space", space, "--json"], { SVC_CLUSTER_URL_FILE: urlFile })
+    expect(await run.exit, run.stderr.join("")).toBe(0)
+    const outcome = JSON.parse(run.lines.find((line) => line.startsWith("{"))!) as { runId: number; trials: number }
+    expect(outcome.trials).toBe(2)
+    const written = await onPostgres(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ worker: string }>`SELECT r.worker FROM optimize_results r JOIN optimize_run_trials t ON t.job_key = r.job_key WHERE t.run_id = ${outcome.runId}`)
+    )
+    expect(written.map((row) => row.worker)).toEqual([expect.stringMatching(/^127\.0\.0\.1:\d+$/), expect.stringMatching(/^127\.0\.0\.1:\d+$/)])
+  }, 120_000)
 })

@@ -68,6 +68,29 @@ describe("usage errors", () => {
   })
 })
 
+describe("the cluster's URL from the environment", () => {
+  const missingFile = join(dir, "no-such-secret")
+
+  it.each([
+    ["a worker given no cluster at all", ["worker"], {}, "svcbot: give the cluster's Postgres as --cluster URL, or in SVC_CLUSTER_URL, or in the file SVC_CLUSTER_URL_FILE names"],
+    ["a worker given a URL that is not Postgres's, not shown", ["worker"], { SVC_CLUSTER_URL: "mysql://svcbot:hunter2-hunter2@db/svcbot" }, "svcbot: environment: SVC_CLUSTER_URL: must be the cluster's Postgres URL, postgres://USER:PASSWORD@HOST:PORT/DB"],
+    ["a worker whose URL file is missing", ["worker"], { SVC_CLUSTER_URL_FILE: missingFile }, `svcbot: environment: SVC_CLUSTER_URL_FILE: cannot read ${missingFile}: ENOENT (check the path and that the file is mounted)`],
+    [
+      "an optimize run whose URL file is missing",
+      ["optimize", "--strategy", "grid", "--synthetic", "1:100", "--space", "x.json"],
+      { SVC_CLUSTER_URL_FILE: missingFile },
+      `svcbot: environment: SVC_CLUSTER_URL_FILE: cannot read ${missingFile}: ENOENT (check the path and that the file is mounted)`
+    ],
+    // --db keeps the run here: the environment's cluster is not even read, and the run goes on to its space file.
+    ["an optimize run with --db", ["optimize", "--strategy", "grid", "--synthetic", "1:100", "--space", join(dir, "no-space.json"), "--db", join(dir, "r.db")], { SVC_CLUSTER_URL_FILE: missingFile }, `svcbot: cannot read the space file ${join(dir, "no-space.json")}: ENOENT`]
+  ])("%s: one line naming the fix, exit 2", async (_, args, env, problem) => {
+    const { code, stdout, stderr } = await spawned(args, env)
+    expect(code).toBe(2)
+    expect(stdout).toEqual([])
+    expect(stderr.trim()).toBe(problem)
+  })
+})
+
 describe("config errors", () => {
   const broken = join(dir, "broken.json")
   writeFileSync(

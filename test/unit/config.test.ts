@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { Writable } from "node:stream"
 import { Effect, Either, Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { loadConfig, loadCredentials, parseConfig, type ConfigError } from "../../src/config/Load.js"
+import { loadClusterUrl, loadConfig, loadCredentials, parseConfig, type ConfigError } from "../../src/config/Load.js"
 import * as Log from "../../src/log/Logger.js"
 
 const KEY = "svk_live_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3S"
@@ -110,6 +110,34 @@ describe("config", () => {
       await Effect.runPromise(Log.logEvent("request.failed", { detail: `Authorization: Bearer ${token}` }).pipe(Effect.provide(Log.layer({ destination, pretty: false }))))
       expect(lines.join("")).toContain("Bearer [REDACTED]")
       expect(lines.join("")).not.toContain(token)
+    })
+  })
+
+  describe("the cluster's URL", () => {
+    const URL_WITH_PASSWORD = "postgres://svcbot:s3cret%2Fpw-0f9e8d@postgres:5432/svcbot"
+
+    it("is --cluster when given, else SVC_CLUSTER_URL or SVC_CLUSTER_URL_FILE (its last newline dropped), else none", () => {
+      const dir = mkdtempSync(join(tmpdir(), "svcbot-config-"))
+      writeFileSync(join(dir, "cluster_url"), `${URL_WITH_PASSWORD}\n`)
+      expect(Either.getOrThrow(loadClusterUrl(Option.some("postgres://a@b/c"), { SVC_CLUSTER_URL: URL_WITH_PASSWORD }))).toEqual(Option.some("postgres://a@b/c"))
+      expect(Either.getOrThrow(loadClusterUrl(Option.none(), { SVC_CLUSTER_URL: URL_WITH_PASSWORD }))).toEqual(Option.some(URL_WITH_PASSWORD))
+      expect(Either.getOrThrow(loadClusterUrl(Option.none(), { SVC_CLUSTER_URL_FILE: join(dir, "cluster_url") }))).toEqual(Option.some(URL_WITH_PASSWORD))
+      expect(Either.getOrThrow(loadClusterUrl(Option.none(), {}))).toEqual(Option.none())
+    })
+
+    it("from the environment, is refused set twice or malformed, without showing it", () => {
+      const twice = loadClusterUrl(Option.none(), { SVC_CLUSTER_URL: URL_WITH_PASSWORD, SVC_CLUSTER_URL_FILE: "/run/secrets/svc_cluster_url" })
+      expect(Either.isLeft(twice) && twice.left.problems).toEqual(["SVC_CLUSTER_URL and SVC_CLUSTER_URL_FILE are both set: keep one (the _FILE form is for Docker secrets)"])
+      const malformed = loadClusterUrl(Option.none(), { SVC_CLUSTER_URL: "mysql://svcbot:hunter2-hunter2@db/svcbot" })
+      expect(Either.isLeft(malformed) && malformed.left.message).toBe("environment: SVC_CLUSTER_URL: must be the cluster's Postgres URL, postgres://USER:PASSWORD@HOST:PORT/DB")
+    })
+
+    it("has its password registered for redaction: a log line that carries it shows [REDACTED]", async () => {
+      Either.getOrThrow(loadClusterUrl(Option.none(), { SVC_CLUSTER_URL: URL_WITH_PASSWORD }))
+      const lines: Array<string> = []
+      const destination = new Writable({ write: (chunk, _encoding, done) => { lines.push(String(chunk)); done() } })
+      await Effect.runPromise(Log.logEvent("request.failed", { detail: "password authentication failed for s3cret/pw-0f9e8d", url: URL_WITH_PASSWORD }).pipe(Effect.provide(Log.layer({ destination, pretty: false }))))
+      expect(lines.join("")).not.toContain("s3cret")
     })
   })
 
