@@ -230,7 +230,8 @@ const parseDecimal = (text: string, ast: SchemaAST.AST, actual: unknown) => {
     return ParseResult.succeed(fromString(text))
   } catch (error) {
     if (!(error instanceof InvalidDecimal)) throw error
-    return ParseResult.fail(new ParseResult.Type(ast, actual, `${JSON.stringify(text)} is not a decimal number such as 12.345`))
+    const shown = JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}...` : text)
+    return ParseResult.fail(new ParseResult.Type(ast, actual, `${shown} is not a decimal number such as 12.345 (${error.problem})`))
   }
 }
 

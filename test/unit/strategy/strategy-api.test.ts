@@ -54,6 +54,26 @@ describe("the strategy plugin API", () => {
     expect(Either.isLeft(missing) && missing.left.problems[0]).toBe('strategies[x].params.amount: is missing (add it: an amount such as "1.5")')
   })
 
+  it("refuses a decimal param beyond the bounds of an amount, naming it and why, without echoing all its digits", () => {
+    for (const raw of [
+      '{ "amount": 1e900000000, "count": 1, "mode": "a" }',
+      '{ "amount": "1e900000000", "count": 1, "mode": "a" }',
+      `{ "amount": "${"7".repeat(500)}", "count": 1, "mode": "a" }`,
+      '{ "amount": 1e300, "count": 1, "mode": "a" }'
+    ]) {
+      for (const params of [parse(raw), JSON.parse(raw)]) {
+        const decoded = decodeParams(probe, "p", params)
+        expect(Either.isLeft(decoded), raw).toBe(true)
+        const [problem] = Either.isLeft(decoded) ? decoded.left.problems : []
+        expect(problem).toMatch(/^strategies\[p\]\.params\.amount: /)
+        // A JSON number out of a double's range reads as Infinity natively: refused as not finite.
+        if (problem!.includes("not a finite number")) continue
+        expect(problem).toMatch(/exponent must be from -40 to 40|longer than 160 characters/)
+        expect(problem!.length).toBeLessThan(300)
+      }
+    }
+  })
+
   it("round-trips Decimal state through JSON text digit for digit, and refuses a state that does not decode", () => {
     const text = serializeState(probe, { total: Either.getOrThrow(decodeParams(probe, "p", { amount: "123456789.123456789123456789", count: 1, mode: "a" })).amount })
     expect(text).toBe('{"total":"123456789.123456789123456789"}')
