@@ -106,7 +106,7 @@ export const fromString = (text: string, field?: string): Decimal => {
  * `value` rounded (half to even) into what `fromString` reads back: at most
  * MAX_SIGNIFICANT_DIGITS significant digits, none below 10^-MAX_EXPONENT. For figures svcbot
  * works out at full precision (an average price, a share of a lot's cost) and writes as text
- * to read again; an amount that came in within the bounds, or a sum of such, is returned as it is.
+ * to read again; a value already within them is returned as it is.
  */
 export const toBounds = (value: Decimal): Decimal => {
   if (value.e < -MAX_EXPONENT) return unsigned(value.toDecimalPlaces(MAX_EXPONENT, Decimal.ROUND_HALF_EVEN))
