@@ -6,14 +6,12 @@
 import { hostname, networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Command, Options } from "@effect/cli"
+import type { SocketServer } from "@effect/platform"
 import { Effect, Either, Layer, Option } from "effect"
 import { loadClusterUrl } from "../config/Load.js"
-import { logEvent } from "../log/Logger.js"
-import { maskedUrl, workerLayer } from "../optimize/Cluster.js"
+import { workerLayer } from "../optimize/Cluster.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
-
-const DEFAULT_PORT = 34431
 
 /**
  * Where others reach this machine when --host is not given: its first external IPv4 address.
@@ -29,7 +27,7 @@ const defaultHost = (): string => {
 const options = {
   cluster: Options.text("cluster").pipe(Options.withPseudoName("URL"), Options.optional, Options.withDescription("the cluster's Postgres, e.g. postgres://svcbot@db:5432/svcbot (the same URL as the optimize run's --cluster); without it, SVC_CLUSTER_URL, or the file SVC_CLUSTER_URL_FILE names (a Docker secret), so that the password is on no command line")),
   host: Options.text("host").pipe(Options.withPseudoName("HOST"), Options.withDefault(defaultHost()), Options.withDescription("the name or address other workers and optimize runs reach this worker at; without it, this machine's first external IPv4 address")),
-  port: Options.integer("port").pipe(Options.withPseudoName("N"), Options.withDefault(DEFAULT_PORT), Options.withDescription("the port this worker listens on for the cluster's messages")),
+  port: Options.integer("port").pipe(Options.withPseudoName("N"), Options.optional, Options.withDescription("the port this worker listens on for the cluster's messages; without it, a free port, which the worker registers under")),
   cache: Options.text("cache").pipe(Options.withPseudoName("DIR"), Options.withDefault(join(tmpdir(), "svcbot-datasets")), Options.withDescription("where datasets fetched from the cluster are kept, one CSV per content hash"))
 }
 
@@ -43,20 +41,27 @@ export const workerCommand = Command.make("worker", options, (flags) =>
     if (!/^postgres(ql)?:\/\//.test(url)) {
       return yield* Effect.fail(usageError(`--cluster takes the cluster's Postgres URL, e.g. postgres://svcbot@db:5432/svcbot; got "${url.slice(0, 40)}"`))
     }
-    if (flags.port < 1 || flags.port > 65535) return yield* Effect.fail(usageError(`--port must be from 1 to 65535; got ${flags.port}`))
+    if (Option.isSome(flags.port) && (flags.port.value < 1 || flags.port.value > 65535)) return yield* Effect.fail(usageError(`--port must be from 1 to 65535; got ${flags.port.value}`))
     // node-postgres warns once, on stderr and outside the JSON log, about queries @effect/sql-pg
     // queues on one connection; a worker's stderr is its log, so that notice is left out.
     process.noDeprecation = true
-    yield* logEvent("worker.started", { cluster: maskedUrl(url), address: `${flags.host}:${flags.port}`, cache: flags.cache })
-    yield* Layer.launch(workerLayer({ url, host: flags.host, port: flags.port, cacheDir: flags.cache })).pipe(
-      Effect.catchAll((error) => Effect.fail(new CliError({ message: `worker ${flags.host}:${flags.port} stopped: ${errorText(error)}`, exitCode: 1 })))
+    // Port 0: the system picks a free one, so that any number of workers can share a machine.
+    const port = Option.getOrElse(flags.port, () => 0)
+    yield* Layer.launch(workerLayer({ url, host: flags.host, port, cacheDir: flags.cache })).pipe(
+      Effect.catchAll((error) =>
+        Effect.fail(
+          error._tag === "SocketServerError" && error.reason === "Open"
+            ? cannotListen(error, flags.host, port)
+            : new CliError({ message: `worker ${flags.host}:${port} stopped: ${errorText(error)}`, exitCode: 1 })
+        )
+      )
     )
   })
 ).pipe(
   Command.withDescription(
     described("Run optimisation trials for `svcbot optimize --cluster URL` runs: a cluster worker on this machine, until stopped", {
       details: [
-        "Workers share the runs' trials through the cluster's Postgres; a worker that dies has its unfinished trials run again by the others. docs/optimize.md describes the cluster."
+        "Workers share the runs' trials through the cluster's Postgres; a worker that dies has its unfinished trials run again by the others. Without --port a worker listens on a free port and registers under it, so any number can run on one machine; give --port where a firewall must know it. docs/optimize.md describes the cluster."
       ],
       examples: [
         "svcbot worker --cluster postgres://svcbot@db:5432/svcbot",
@@ -66,6 +71,14 @@ export const workerCommand = Command.make("worker", options, (flags) =>
     })
   )
 )
+
+/** Why the worker could not start listening: a --port in use is the command line's to fix. */
+const cannotListen = (error: SocketServer.SocketServerError, host: string, port: number): CliError => {
+  const cause = error.cause as NodeJS.ErrnoException
+  return cause.code === "EADDRINUSE"
+    ? usageError(`--port ${port} is in use on ${host}; give a free --port, or leave --port out and the worker takes a free one`)
+    : new CliError({ message: `worker cannot listen on ${host}:${port}: ${cause.message}`, exitCode: 1 })
+}
 
 const errorText = (error: unknown): string => {
   if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" && error.message !== "") return error.message

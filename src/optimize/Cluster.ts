@@ -9,10 +9,11 @@
  * message is delivered again there. Each message's primary key is the run and the
  * trial key, so a request sent twice in one run is one message.
  *
- * A worker (`svcbot worker --cluster URL`) is a runner hosting the entity. Its
- * handler answers from `optimize_results` when the key already has a result, else
- * runs the backtest and writes the result once by key: a job re-run after a crash
- * between the write and the reply writes nothing new, and every reply is the stored row.
+ * A worker (`svcbot worker --cluster URL`) is a runner hosting the entity, registered under
+ * the port it really listens on (a free one unless given). Its handler answers from
+ * `optimize_results` when the key already has a result, else runs the backtest and writes
+ * the result once by key: a job re-run after a crash between the write and the reply writes
+ * nothing new, and every reply is the stored row.
  *
  * The library never deletes a message or its reply, so the run deletes them (`PgResults`):
  * a trial's as soon as the run has its answer and has recorded it, and when it opens its
@@ -29,9 +30,10 @@
  */
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { ClusterSchema, Entity, RunnerAddress } from "@effect/cluster"
-import { NodeClusterSocket } from "@effect/platform-node"
-import { Rpc } from "@effect/rpc"
+import { ClusterSchema, Entity, RunnerAddress, RunnerHealth, Runners, ShardingConfig, SocketRunner, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
+import { SocketServer } from "@effect/platform"
+import { NodeClusterSocket, NodeSocketServer } from "@effect/platform-node"
+import { Rpc, RpcSerialization } from "@effect/rpc"
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Option, Redacted, Schema } from "effect"
@@ -122,8 +124,9 @@ const studyRefOf = (study: Study): StudyRef => ({
 
 export interface WorkerOptions {
   readonly url: string
-  /** Where other runners and clients reach this worker. */
+  /** Where other runners and clients reach this worker; it listens there too. */
   readonly host: string
+  /** The port it listens on; 0 takes a free one, and the worker registers under the port it got. */
   readonly port: number
   /** Where fetched datasets are kept as CSV files, by hash. */
   readonly cacheDir: string
@@ -200,20 +203,42 @@ const trialHandlers = (worker: string, cacheDir: string) => {
   })
 }
 
-/** A worker: a cluster runner hosting the trial entity until the process is stopped. */
-export const workerLayer = (options: WorkerOptions) => {
-  const worker = `${options.host}:${options.port}`
-  return trialHandlers(worker, resolve(options.cacheDir)).pipe(
-    Layer.provide(
-      NodeClusterSocket.layer({
-        storage: "sql",
-        shardingConfig: { ...clusterTimings, runnerAddress: Option.some(RunnerAddress.make(options.host, options.port)) }
-      })
-    ),
+/**
+ * A runner composed as `NodeClusterSocket.layer` composes it (socket transport, SQL storage, ping
+ * health checks, msgpack), but on a server already listening: that layer listens on the address
+ * it advertises, so it cannot advertise a port the system picked, and workers sharing a machine
+ * would all take its one default port.
+ */
+const runnerOn = (server: SocketServer.SocketServer["Type"], address: RunnerAddress.RunnerAddress) =>
+  SocketRunner.layer.pipe(
+    Layer.provide([Layer.succeed(SocketServer.SocketServer, server), NodeClusterSocket.layerClientProtocol]),
+    Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
+    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
+    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provide(ShardingConfig.layerFromEnv({ ...clusterTimings, runnerAddress: Option.some(address) })),
+    Layer.provide(RpcSerialization.layerMsgPack)
+  )
+
+/**
+ * A worker: a cluster runner hosting the trial entity until the process is stopped. It listens
+ * first and registers under the port it got, which is also the name its results are written under.
+ */
+export const workerLayer = (options: WorkerOptions) =>
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const server = yield* NodeSocketServer.make({ host: options.host, port: options.port })
+      // Listening on a host and port always gives a TCP address.
+      const { port } = server.address as SocketServer.TcpAddress
+      const worker = `${options.host}:${port}`
+      return trialHandlers(worker, resolve(options.cacheDir)).pipe(
+        Layer.provide(runnerOn(server, RunnerAddress.make(options.host, port))),
+        Layer.tap(() => logEvent("worker.started", { cluster: maskedUrl(options.url), address: worker, cache: options.cacheDir }))
+      )
+    })
+  ).pipe(
     Layer.provide(Layer.effectDiscard(PgResults.ensureSchema)),
     Layer.provideMerge(pgLayer(options.url))
   )
-}
 
 const clientLayer = (url: string) =>
   NodeClusterSocket.layer({ clientOnly: true, storage: "sql", shardingConfig: clusterTimings }).pipe(

@@ -6,11 +6,14 @@
  * local run's for the same seed; the run leaves no cluster message or reply behind, and a
  * second run is answered from the results; a worker whose copy of the strategy differs refuses the
  * trials instead of answering for other code; and the messages runs killed before recording
- * leave are deleted once answered a day ago, the unanswered kept for a worker. Skips, saying
- * why, where PostgreSQL cannot start.
+ * leave are deleted once answered a day ago, the unanswered kept for a worker; three workers
+ * started without --port on one machine each take a free port, register under it and share a
+ * run, and a --port in use is refused in one line naming it. Skips, saying why, where
+ * PostgreSQL cannot start.
  */
 import { spawn } from "node:child_process"
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as delay } from "node:timers/promises"
@@ -94,7 +97,8 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
         return svcbot(["worker", "--cluster", pg.url, "--host", "127.0.0.1", "--port", String(port), "--cache", join(dir, `cache-${n}`)])
       })
     )
-    await until("every worker started", () => workers.every((w) => logLines(w).some((l) => l.event === "worker.started")), 30_000)
+    // A worker says it started once it has registered; three starting at once on a loaded machine take a while.
+    await until("every worker started", () => workers.every((w) => logLines(w).some((l) => l.event === "worker.started")), 120_000)
 
     const clustered = svcbot(["optimize", ...common, "--space", space, "--cluster", pg.url, "--json"])
     const done = (w: Run) => logLines(w).filter((l) => l.event === "optimize.trial-done")
@@ -262,4 +266,50 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     late.child.kill("SIGTERM")
     await late.exit
   }, 240_000)
+
+  it("three workers without --port on one machine each take a free port, register under it, stay up and share a run", async () => {
+    killAll()
+    const workers = [1, 2, 3].map((n) => svcbot(["worker", "--cluster", pg.url, "--host", "127.0.0.1", "--cache", join(dir, `cache-free-${n}`)]))
+    const addressOf = (w: Run) => logLines(w).find((l) => l.event === "worker.started")?.address as string | undefined
+    const registered = async () => {
+      // The library makes its tables as the first runner starts: until then no worker is registered.
+      const rows = await query<{ address: string }>(`SELECT address FROM cluster_runners WHERE healthy AND last_heartbeat > now() - interval '10 seconds'`).catch(() => [])
+      return workers.filter((w) => rows.some((r) => r.address === addressOf(w)))
+    }
+    await until("every worker registered or one stopped", async () => workers.some((w) => w.child.exitCode !== null) || (await registered()).length === 3, 120_000)
+    for (const worker of workers) expect(worker.child.exitCode, worker.stderr.join("")).toBeNull()
+    const addresses = workers.map((w) => addressOf(w)!)
+    expect(new Set(addresses).size).toBe(3)
+    for (const address of addresses) expect(address).toMatch(/^127\.0\.0\.1:[1-9]\d*$/)
+
+    // Data no earlier run used, so that every trial is sent to the workers rather than answered from stored results.
+    const grid = join(dir, "free-port-space.json")
+    writeFileSync(grid, JSON.stringify({ params: { fastPeriod: [2, 3, 4, 5, 6, 7], slowPeriod: [30, 40, 50, 60], entry: "market" }, rankBy: "sharpe" }))
+    const run = svcbot(["optimize", "--strategy", "sma-crossover", "--synthetic", "12:20000", "--params", '{"quoteQty": "1000"}', "--space", grid, "--cluster", pg.url, "--json"])
+    expect(await run.exit, run.stderr.join("")).toBe(0)
+    const outcome = jsonOf(run)
+    expect(outcome.trials).toBe(24)
+    const writers = await query<{ worker: string }>(
+      `SELECT DISTINCT r.worker FROM optimize_results r JOIN optimize_run_trials t ON t.job_key = r.job_key WHERE t.run_id = ${outcome.runId}`
+    )
+    expect(writers.length).toBeGreaterThan(0)
+    for (const { worker } of writers) expect(addresses).toContain(worker)
+    for (const worker of workers) expect(worker.child.exitCode, worker.stderr.join("")).toBeNull()
+    for (const worker of workers) worker.child.kill("SIGTERM")
+    await Promise.all(workers.map((w) => w.exit))
+  }, 300_000)
+
+  it("a worker given a --port that is in use exits 2 with one line naming --port", async () => {
+    const taken = createServer()
+    const port = await new Promise<number>((done) => taken.listen(0, "127.0.0.1", () => done((taken.address() as { port: number }).port)))
+    try {
+      const worker = svcbot(["worker", "--cluster", pg.url, "--host", "127.0.0.1", "--port", String(port), "--cache", join(dir, "cache-taken")])
+      expect(await worker.exit).toBe(2)
+      const lines = worker.stderr.join("").trim().split("\n")
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toMatch(new RegExp(`^svcbot: --port ${port} is in use on 127\\.0\\.0\\.1`))
+    } finally {
+      taken.close()
+    }
+  }, 60_000)
 })
