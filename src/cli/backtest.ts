@@ -424,7 +424,7 @@ export const promoteCommand = Command.make(
       Options.optional,
       Options.withDescription("config file with the strategy instance, its params and its promotion gates (default: none; the default gates apply)")
     ),
-    json: Options.boolean("json").pipe(Options.withDescription("print the promotion record as one JSON object")),
+    json: Options.boolean("json").pipe(Options.withDescription("print the promotion record as one JSON object; refused, the refusal: strategy, stage, hashes, failed gates, every gate checked, replayed paper runs")),
     db: dbOption
   },
   (flags) =>
@@ -444,6 +444,11 @@ export const promoteCommand = Command.make(
       if (Either.isLeft(outcome)) {
         const refused = outcome.left
         yield* logEvent("promotion.refused", { strategy: subject.strategy, stage: flags.to, failed: refused.failed })
+        // A refusal is an answer, not a crash: a script reads it from stdout like a grant, and the exit code still says refused.
+        if (flags.json) {
+          const { strategy, stage, sourceHash, paramsHash, failed, checks, parity } = refused
+          yield* Console.log(JSON.stringify({ strategy, stage, sourceHash, paramsHash, failed, checks, parity }))
+        }
         return yield* Effect.fail(new CliError({ message: refused.message, exitCode: 1 }))
       }
       const promotion = outcome.right
@@ -461,7 +466,7 @@ export const promoteCommand = Command.make(
 ).pipe(
   Command.withDescription(
     described("Promote a strategy to paper or live on evidence", {
-      details: ["Granted only when the evidence for its exact source and params passes every gate. Exit code 0 when promoted, 1 when a gate refuses (the failed gates are named on stderr)."],
+      details: ["Granted only when the evidence for its exact source and params passes every gate. Exit code 0 when promoted, 1 when a gate refuses (the failed gates are named on stderr, and with --json the refusal is the JSON on stdout)."],
       examples: [
         "svcbot promote btc-sma --to paper --config config/default.json",
         "svcbot promote btc-sma --to live --config config/live.json",

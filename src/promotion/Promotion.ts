@@ -50,8 +50,7 @@ export interface PromotionRequest {
 /** The parity of one recorded run, or why it could not be replayed. */
 export type PaperReplay = (run: PaperRunEvidence, latencyToleranceMs: number) => Either.Either<RunParity, string>
 
-export class PromotionRefused extends Data.TaggedError("PromotionRefused")<{
-  readonly strategy: string
+export class PromotionRefused extends Data.TaggedError("PromotionRefused")<RunIdentity & {
   readonly stage: Stage
   readonly failed: ReadonlyArray<GateCheck>
   readonly checks: ReadonlyArray<GateCheck>
@@ -157,7 +156,7 @@ export const promote = (db: BetterSqlite3.Database, request: PromotionRequest): 
   const identity = identityOf(request.strategy, request.sourcePath, request.params)
   const { checks, runIds, parity } = evaluate(db, identity, request.to, request.gates, request.replay)
   const failed = checks.filter((c) => !c.passed)
-  if (failed.length > 0) return Either.left(new PromotionRefused({ strategy: request.strategy, stage: request.to, failed, checks, parity }))
+  if (failed.length > 0) return Either.left(new PromotionRefused({ ...identity, stage: request.to, failed, checks, parity }))
   return Either.right(
     recordPromotion(db, {
       ...identity,

@@ -8,9 +8,12 @@
  *
  * Live mode needs https and refuses svc-venue unless the run is a staging run, so the
  * venue here serves TLS with a throwaway certificate and the configs say `staging`.
+ *
+ * A refused `promote --json` is a result a script reads: the refusal with its gates on stdout.
  */
 import { Effect, Exit, Scope } from "effect"
-import { existsSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { devTradeKey } from "../../src/venue/Accounts.js"
@@ -98,4 +101,34 @@ describe("backtest -> paper -> live with the evidence store compose shares", () 
     // Live trading records no paper evidence.
     expect(query<{ n: number }>(evidence, "SELECT count(*) AS n FROM runs WHERE kind = 'paper'")[0]!.n).toBe(2)
   }, 180_000)
+})
+
+describe("svcbot promote --json refused", () => {
+  it("prints the refusal with every gate, the failed ones apart, as one JSON object on stdout, and exits 1", async () => {
+    const evidence = join(mkdtempSync(join(tmpdir(), "svcbot-promote-json-")), "evidence.db")
+    const params = JSON.stringify(SMA)
+    const backtest = svcbot(["backtest", "--strategy", "sma-crossover", "--params", params, "--synthetic", "42:2000", "--db", evidence])
+    expect(await backtest.exit, backtest.stderr.join("")).toBe(0)
+
+    // The default gates: a synthetic tape of under two days is not evidence for paper.
+    const refused = svcbot(["promote", "sma-crossover", "--to", "paper", "--params", params, "--db", evidence, "--json"])
+    expect(await refused.exit).toBe(1)
+    expect(refused.lines).toHaveLength(1)
+    const refusal = JSON.parse(refused.lines[0]!) as {
+      strategy: string
+      stage: string
+      sourceHash: string
+      paramsHash: string
+      failed: Array<{ gate: string; required: string; actual: string; passed: boolean }>
+      checks: Array<{ gate: string; passed: boolean }>
+    }
+    expect(refusal).toMatchObject({ strategy: "sma-crossover", stage: "paper", sourceHash: expect.stringMatching(/^[0-9a-f]{64}$/), paramsHash: expect.stringMatching(/^[0-9a-f]{64}$/) })
+    const failed = refusal.failed.map((c) => c.gate)
+    expect(failed).toEqual(expect.arrayContaining(["backtest.marketData", "backtest.minDays"]))
+    expect(refusal.failed.find((c) => c.gate === "backtest.minDays")).toMatchObject({ required: ">= 30", passed: false })
+    expect(refusal.checks.filter((c) => !c.passed).map((c) => c.gate)).toEqual(failed)
+    expect(refusal.checks.map((c) => c.gate)).toContain("backtest.run")
+    // People read the same refusal on stderr.
+    expect(refused.stderr.join("")).toMatch(/svcbot: {3}- backtest\.minDays: required >= 30, evidence 1\.3889/)
+  }, 120_000)
 })
