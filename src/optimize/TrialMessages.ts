@@ -16,7 +16,7 @@ import { parse } from "../domain/Json.js"
 import { PLUGIN_EXTENSIONS } from "../strategy/Loader.js"
 
 /** A SHA-256 as svcbot writes one (a trial key, a strategy's source hash, a dataset's content hash): 64 lowercase hex digits. */
-export const Sha256Hex = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
+const Sha256Hex = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
 
 /** A shipped strategy's name, as under strategies/. */
 const SHIPPED_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/
@@ -37,8 +37,10 @@ const StrategyReference = Schema.String.pipe(
   )
 )
 
-const isDecimalText = (text: string): boolean => Either.isRight(Schema.decodeEither(DecimalFromString)(text))
-const DecimalText = Schema.String.pipe(Schema.filter((text) => isDecimalText(text) || "must be a decimal written as a string, such as \"0.01\""))
+/** An amount kept as the text it came in (it is hashed and passed on as such), read within the bounds of `DecimalFromString`. */
+const DecimalText = Schema.String.pipe(
+  Schema.filter((text) => Either.isRight(Schema.decodeEither(DecimalFromString)(text)) || "must be a decimal written as a string, such as \"0.01\"")
+)
 
 /**
  * A record whose every key matches `key` (a record schema with a refined key would drop the others
@@ -81,7 +83,7 @@ export const StudyRef = Schema.Struct({
 })
 export type StudyRef = typeof StudyRef.Type
 
-export const TrialMessage = Schema.Struct({ key: Sha256Hex, params: CanonicalParams, fromMs: Millis, toMs: Millis })
+const TrialMessage = Schema.Struct({ key: Sha256Hex, params: CanonicalParams, fromMs: Millis, toMs: Millis })
 
 /** A trial's request: the run that asks, the study and the trial. */
 export const TrialRequest = Schema.Struct({ runId: Schema.Int.pipe(Schema.positive()), study: StudyRef, trial: TrialMessage })
