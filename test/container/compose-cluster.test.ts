@@ -7,6 +7,7 @@
  * networking, so that loopback reaches it), and the test says which it ran.
  */
 import { spawnSync } from "node:child_process"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { findPostgres, startPostgres, type Postgres } from "../support/postgres.js"
@@ -25,7 +26,13 @@ describe.skipIf(reason !== undefined)(`the cluster profile's workers${reason ===
     const image = spawnSync("docker", ["image", "inspect", "postgres:15.18"], { encoding: "utf8" })
     console.log(`cluster profile: ${image.status === 0 ? "postgres:15.18 is here, but " : ""}the workers run against a throwaway PostgreSQL on the host (host networking)`)
     pg = await startPostgres(tools)
-    const override = writeJson(join(scratch("cluster"), "override.json"), {
+    const dir = scratch("cluster")
+    // The profile's secret files must exist for compose to start it, as docs/optimize.md has users make them.
+    const secrets = join(dir, "secrets")
+    mkdirSync(secrets)
+    writeFileSync(join(secrets, "cluster_password"), "unused-by-the-host-postgres")
+    writeFileSync(join(secrets, "cluster_url"), pg.url)
+    const override = writeJson(join(dir, "override.json"), {
       services: {
         worker: {
           network_mode: "host",
@@ -33,7 +40,7 @@ describe.skipIf(reason !== undefined)(`the cluster profile's workers${reason ===
         }
       }
     })
-    p = await project("cluster", { files: [override] })
+    p = await project("cluster", { files: [override], env: { SVC_SECRETS_DIR: secrets } })
   }, 900_000)
 
   afterAll(async () => {
