@@ -185,10 +185,13 @@ describe("Grafana dashboard", () => {
   })
 
   it("the log shipper labels streams with job, event and level, which the queries select on", () => {
-    expect(alloyConfig).toMatch(/labels\s*=\s*\{\s*job\s*=\s*"svcbot"\s*\}/)
+    expect(alloyConfig).toMatch(/"__path__"\s*=\s*"\/var\/lib\/docker\/containers\/\*\/\*-json\.log",\s*job\s*=\s*"svcbot"/)
     expect(alloyConfig).toMatch(/stage\.labels\s*\{[^}]*event\s*=\s*""/)
     expect(alloyConfig).toMatch(/stage\.json\s*\{[^}]*event\s*=\s*"event"/)
-    expect(alloyConfig).toContain('values = ["svcbot.logs=true"]')
+    // Only the lines of containers that opted in: compose's logging options write the label into each line.
+    expect(alloyConfig).toMatch(/shipped\s*=\s*"attrs\.\\"svcbot\.logs\\""/)
+    expect(alloyConfig).toContain('selector = "{shipped!=\\"true\\"}"')
+    expect(readFileSync("docker-compose.yml", "utf8")).toMatch(/labels: "svcbot\.logs,com\.docker\.compose\.service"/)
   })
 
   it("the dashboard provider reads the directory compose mounts the dashboard into", () => {
