@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { findPostgres, startPostgres, type Postgres } from "../support/postgres.js"
-import { buildImage, project, scratch, serviceEvents, unavailable, writeJson, type Project } from "./compose.js"
+import { buildImage, IMAGE_TAG, project, scratch, serviceEvents, unavailable, writeJson, type Project } from "./compose.js"
 
 const tools = findPostgres()
 const reason = unavailable ?? ("missing" in tools ? tools.missing : undefined)
@@ -51,11 +51,13 @@ describe.skipIf(reason !== undefined)(`the cluster profile's workers${reason ===
   it("three worker containers on one host each take a free port and share an optimize run", async () => {
     const up = await p.compose(["--profile", "cluster", "up", "-d", "--no-deps", "--scale", "worker=3", "worker"])
     expect(up.status, up.stderr).toBe(0)
-    const run = await p.compose([
-      "--profile", "cluster", "run", "--rm", "--no-deps", "-T", "worker",
-      "optimize", "--cluster", pg.url, "--strategy", "sma-crossover", "--synthetic", "42:20000",
+    // The run itself from the same image, beside the workers on the host's network (compose's `run`
+    // cannot: it links the service to Postgres, which host networking refuses).
+    const run = spawnSync("docker", [
+      "run", "--rm", "--network", "host", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true",
+      `svcbot:${IMAGE_TAG}`, "optimize", "--cluster", pg.url, "--strategy", "sma-crossover", "--synthetic", "42:20000",
       "--space", "config/optimize/sma-crossover-space.json", "--json"
-    ], 600_000)
+    ], { encoding: "utf8", timeout: 600_000 })
     expect(run.status, run.stderr.slice(-3000)).toBe(0)
     const result = JSON.parse(run.stdout) as { ranked: ReadonlyArray<unknown> }
     expect(result.ranked.length).toBeGreaterThan(0)
