@@ -69,9 +69,8 @@ describe.skipIf(reason !== undefined)(`the cluster profile's workers${reason ===
     const ps = await p.compose(["--profile", "cluster", "ps", "-q", "worker"])
     const ids = ps.stdout.split("\n").filter((line) => line.trim() !== "")
     expect(ids).toHaveLength(3)
-    for (const id of ids) {
-      const state = spawnSync("docker", ["inspect", "--format", "{{.State.Status}} {{.RestartCount}}", id], { encoding: "utf8" }).stdout.trim()
-      expect(state, id).toBe("running 0")
-    }
+    const states = ids.map((id) => spawnSync("docker", ["inspect", "--format", "{{.State.Status}} {{.RestartCount}}", id], { encoding: "utf8" }).stdout.trim())
+    const logs = states.every((state) => state === "running 0") ? "" : (await p.compose(["--profile", "cluster", "logs", "--no-color", "worker"])).stdout.slice(-6000)
+    expect(states, logs).toEqual(["running 0", "running 0", "running 0"])
   }, 900_000)
 })
