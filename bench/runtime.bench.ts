@@ -27,6 +27,8 @@ import { Decimal } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import * as Log from "../src/log/Logger.js"
 import { Database } from "../src/store/Database.js"
+import { FillLedger } from "../src/store/FillLedger.js"
+import { OrderJournal } from "../src/store/OrderJournal.js"
 import { runInstance, type AccountView, type TradingPort } from "../src/strategy/Host.js"
 import { StrategyStateStore } from "../src/strategy/StateStore.js"
 import { decodeParams, serializeState, type CandleEvent } from "../src/strategy/Strategy.js"
@@ -101,7 +103,7 @@ const rawRate = (withSerialize: boolean): { readonly rate: number; readonly inte
 /** Events per second through the host, over passes of fresh instances for at least a second of work (and at most 200 passes). */
 const hostRate = async (dbDir: string): Promise<{ readonly rate: number; readonly intents: number }> => {
   const runtime = ManagedRuntime.make(
-    StrategyStateStore.Default.pipe(
+    Layer.mergeAll(StrategyStateStore.Default, OrderJournal.Default, FillLedger.Default).pipe(
       Layer.provide(Database.Default({ path: join(dbDir, "host.db") })),
       Layer.provide(Log.layer({ destination: { write: () => undefined } }))
     )

@@ -57,6 +57,7 @@ import { type OrderKind, TERMINAL_KINDS } from "../svc/Dialect.js"
 import {
   type Balance,
   type CandleEvent,
+  type FillEvent,
   isFinalUpdate,
   type OpenOrder,
   type OrderUpdateEvent,
@@ -109,12 +110,21 @@ export interface BacktestSetup<P = unknown, S = unknown> {
    */
   readonly carried?: ReadonlyArray<PlaceIntent>
   /**
+   * With `initialState`: what the recorded run's instance was handed first, before anything of
+   * the run, as the daemon hands a restored instance the final updates and fills of its orders
+   * that came about while it did not run. Heard at the start, in this order.
+   */
+  readonly missed?: ReadonlyArray<MissedOutcome>
+  /**
    * Called after each candle, once the strategy has heard it, with the candle's index and the
    * strategy's state then: how a report reads the series the strategy plots. A run without it
    * reads nothing.
    */
   readonly afterCandle?: (index: number, state: S) => void
 }
+
+/** A final order update or a fill of an order from before a recorded run. */
+export type MissedOutcome = { readonly _tag: "OrderUpdate"; readonly event: OrderUpdateEvent } | { readonly _tag: "Fill"; readonly event: FillEvent }
 
 /** A ticker a recorded run gave its strategy. */
 export interface GivenTicker {
@@ -411,6 +421,19 @@ class Run<P, S> {
       { baseAsset: pair.base, quoteAsset: pair.quote, initialEquity: this.quoteHeld.plus(this.baseHeld.mul(firstPrice)), initialBase: this.baseHeld, initialPrice: firstPrice },
       setup.candles.length
     )
+    this.handMissed(setup.missed ?? [])
+  }
+
+  /** What a recorded run's instance was handed first: heard at the start, its intents placed then. */
+  private handMissed(missed: ReadonlyArray<MissedOutcome>): void {
+    const { onFill, onOrderUpdate } = this.strategy
+    for (const outcome of missed) {
+      if (outcome._tag === "Fill") {
+        if (onFill !== undefined) this.handle("onFill", onFill, outcome.event)
+      } else if (onOrderUpdate !== undefined) {
+        this.handle("onOrderUpdate", onOrderUpdate, outcome.event)
+      }
+    }
   }
 
   /**

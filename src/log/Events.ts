@@ -83,6 +83,11 @@ export const EventCatalog = define({
   "strategy.started": { level: "info", meaning: "a strategy instance started" },
   "strategy.stopped": { level: "info", meaning: "a strategy instance stopped" },
   "strategy.error": { level: "error", meaning: "a strategy handler threw; that instance is paused, the others go on" },
+  "strategy.missed": {
+    level: "info",
+    meaning:
+      "a strategy instance started while final order updates or fills of its orders were owed to it (cancel-on-stop, fills while the process was down, the start-up reconcile's decisions): a restored instance hears them first, in the order they came about; one started from init does not; carries orderUpdates and fills"
+  },
   "strategy.outbox": { level: "warn", meaning: "intents saved with a strategy's state but not journaled before a stop are handed to the engine on start" },
   "strategy.backoff": { level: "warn", meaning: "a strategy instance's intents were refused or rejected repeatedly for the same reason; it may not submit again until the backoff passes" },
   "strategy.paused": { level: "error", meaning: "a strategy instance was paused after repeated refusals or rejections of one kind; carries the reason; `svcbot resume INSTANCE` or a restart clears it" },

@@ -23,8 +23,11 @@ import { Market } from "../engine/Market.js"
 import { bookBalances, bookFillOf } from "../engine/Portfolio.js"
 import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
+import { FillLedger } from "../store/FillLedger.js"
+import { OrderJournal } from "../store/OrderJournal.js"
 import type { Side } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
+import { missedEvents, type OutcomeEvent } from "../strategy/Host.js"
 import type { CandleEvent, StrategyDefinition } from "../strategy/Strategy.js"
 import { decodeAccounts, devAccounts } from "../venue/Accounts.js"
 import { allocationValue, type BookPair, PnlWalk } from "./Book.js"
@@ -33,6 +36,7 @@ import {
   interruptRunningPaperRuns,
   type PaperCandleRow,
   type CarriedOrder,
+  type MissedOutcomeRow,
   type PaperFillRow,
   type PaperHeardRow,
   type PaperIntentRow,
@@ -178,6 +182,28 @@ const summarise = (r: Recording): Metrics => {
   return r.summary
 }
 
+/** A missed outcome as the run's setup stores it. */
+const missedRowOf = (missed: OutcomeEvent): MissedOutcomeRow => {
+  if (missed._tag === "OrderUpdate") {
+    const update = missed.event
+    return { _tag: "OrderUpdate", tag: update.tag, clientOrderId: update.clientOrderId ?? null, kind: update.kind, code: update.code ?? null, filledBaseQty: update.filledBaseQty.toFixed() }
+  }
+  const fill = missed.event
+  return {
+    _tag: "Fill",
+    tag: fill.tag,
+    fillId: fill.fillId,
+    side: fill.side,
+    price: fill.price.toFixed(),
+    baseQty: fill.baseQty.toFixed(),
+    quoteQty: fill.quoteQty.toFixed(),
+    fee: fill.fee.toFixed(),
+    feeAsset: fill.feeAsset,
+    liquidity: fill.liquidity,
+    time: fill.time
+  }
+}
+
 /**
  * Starts recording in the current scope; the last checkpoint is written when the scope
  * closes. Start it before the strategies, so that it closes after they stopped.
@@ -185,10 +211,12 @@ const summarise = (r: Recording): Metrics => {
 export const recordPaperRuns = (
   subjects: ReadonlyArray<EvidenceSubject>,
   options: PaperEvidenceOptions
-): Effect.Effect<PaperEvidenceRecorder, never, Scope.Scope | SvcClient | Market | Database> =>
+): Effect.Effect<PaperEvidenceRecorder, never, Scope.Scope | SvcClient | Market | Database | OrderJournal | FillLedger> =>
   Effect.gen(function* () {
     const client = yield* SvcClient
     const market = yield* Market
+    const journal = yield* OrderJournal
+    const ledger = yield* FillLedger
     const { sqlite: daemon } = yield* Database
     const store = options.store
     const writer = paperWriter(store)
@@ -280,6 +308,10 @@ export const recordPaperRuns = (
               limitPrice: o.limit_price,
               stopPrice: o.stop_price
             }))
+      // A resumed instance first hears what became of its orders while it did not run (the host's
+      // restore), and so does its replay: read before the instance starts, as its state is.
+      const missed =
+        startState === null ? [] : missedEvents(yield* journal.owedAnswers(subject.id), yield* ledger.unheardFor(subject.id)).map(missedRowOf)
       const startValue = allocation === undefined ? ZERO : allocationValue(pair, allocation, price)
       const intervalMs = options.intervalMs(subject.candleInterval)
       const setup: PaperSetup = {
@@ -302,7 +334,8 @@ export const recordPaperRuns = (
         intervalMs,
         schedule: subject.schedule ?? null,
         startState,
-        ...(carried.length === 0 ? {} : { carried })
+        ...(carried.length === 0 ? {} : { carried }),
+        ...(missed.length === 0 ? {} : { missed })
       }
       const startBase = allocation?.[rules.base] ?? ZERO
       const fillRowidFloor = q.fillRowid.get()!.n

@@ -10,7 +10,7 @@ import { type Metrics, metricsFromJson, metricsToJson } from "../backtest/Metric
 import type { GivenTicker } from "../backtest/Backtest.js"
 import type { LedgerFill } from "../store/FillLedger.js"
 import type { Liquidity, Side } from "../svc/Dialect.js"
-import type { CandleEvent } from "../strategy/Strategy.js"
+import type { CandleEvent, OrderUpdateKind } from "../strategy/Strategy.js"
 import type { RunIdentity } from "./Records.js"
 
 export type PaperRunStatus = "running" | "completed" | "interrupted"
@@ -45,7 +45,36 @@ export interface PaperSetup {
    * each with what was left of it; absent in runs recorded before it was kept.
    */
   readonly carried?: ReadonlyArray<CarriedOrder>
+  /**
+   * What the resumed instance was handed first, before anything of the run: the final updates
+   * and fills of its orders that came about while it did not run; absent when there were none.
+   */
+  readonly missed?: ReadonlyArray<MissedOutcomeRow>
 }
+
+/** A final order update or a fill a resumed run started by handing its instance, amounts as exact strings. */
+export type MissedOutcomeRow =
+  | {
+      readonly _tag: "OrderUpdate"
+      readonly tag: string
+      readonly clientOrderId: string | null
+      readonly kind: OrderUpdateKind
+      readonly code: string | null
+      readonly filledBaseQty: string
+    }
+  | {
+      readonly _tag: "Fill"
+      readonly tag: string
+      readonly fillId: string
+      readonly side: Side
+      readonly price: string
+      readonly baseQty: string
+      readonly quoteQty: string
+      readonly fee: string
+      readonly feeAsset: string
+      readonly liquidity: Liquidity
+      readonly time: number
+    }
 
 /** A live order a resumed run started with, as exact strings. */
 export interface CarriedOrder {

@@ -7,7 +7,9 @@
  *
  * The comparison covers the run up to the close of the last candle its strategy was given.
  * A resumed instance's replay starts from its book and its live orders as they stood when the
- * run started; the fills of those orders are compared too, under `<tag>#carried`.
+ * run started; the fills of those orders are compared too, under `<tag>#carried`. Its strategy
+ * first hears what the paper instance was handed first: the final updates and fills of its
+ * orders that came about while it did not run.
  *
  * Each replayed order reaches the venue when the paper order did, and each replayed cancel
  * takes effect when the venue cancelled the paper order, if that was within
@@ -20,13 +22,13 @@
  */
 import { Either } from "effect"
 import { type Decimal, fromString, InvalidDecimal, ZERO } from "../domain/Decimal.js"
-import { type BacktestFailed, BacktestSetupInvalid, CARRIED, type HeardAt, runBacktest } from "../backtest/Backtest.js"
+import { type BacktestFailed, BacktestSetupInvalid, CARRIED, type HeardAt, type MissedOutcome, runBacktest } from "../backtest/Backtest.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
 import type { Candle, PairSpec } from "../venue/Matching.js"
 import { allocationValue, type BookPair, pnlCurve, trackingErrorPct } from "./Book.js"
-import type { CarriedOrder, PaperIntentRow, PaperRunEvidence, PaperSetup } from "./PaperStore.js"
+import type { CarriedOrder, MissedOutcomeRow, PaperIntentRow, PaperRunEvidence, PaperSetup } from "./PaperStore.js"
 
 export interface RunParity {
   readonly runId: number
@@ -50,6 +52,37 @@ const carriedIntent = (order: CarriedOrder, symbol: string, index: number): Plac
   return order.type === "stop-limit" && order.stopPrice !== null ? { ...base, type: "stop-limit", stopPrice: fromString(order.stopPrice, `${field}.stopPrice`) } : { ...base, type: "limit" }
 }
 
+const missedOutcome = (row: MissedOutcomeRow, index: number): MissedOutcome => {
+  const field = `setup.missed[${index}]`
+  if (row._tag === "Fill") {
+    return {
+      _tag: "Fill",
+      event: {
+        tag: row.tag,
+        fillId: row.fillId,
+        side: row.side,
+        price: fromString(row.price, `${field}.price`),
+        baseQty: fromString(row.baseQty, `${field}.baseQty`),
+        quoteQty: fromString(row.quoteQty, `${field}.quoteQty`),
+        fee: fromString(row.fee, `${field}.fee`),
+        feeAsset: row.feeAsset,
+        liquidity: row.liquidity,
+        time: row.time
+      }
+    }
+  }
+  return {
+    _tag: "OrderUpdate",
+    event: {
+      tag: row.tag,
+      ...(row.clientOrderId === null ? {} : { clientOrderId: row.clientOrderId }),
+      kind: row.kind,
+      ...(row.code === null ? {} : { code: row.code }),
+      filledBaseQty: fromString(row.filledBaseQty, `${field}.filledBaseQty`)
+    }
+  }
+}
+
 const amountsOf = (amounts: Readonly<Record<string, string>>, field: string): Record<string, Decimal> =>
   Object.fromEntries(Object.entries(amounts).map(([asset, amount]) => [asset, fromString(amount, `${field}.${asset}`)]))
 
@@ -67,7 +100,8 @@ const setupAmounts = (setup: PaperSetup) => ({
   startBalances: amountsOf(setup.startBalances, "setup.startBalances"),
   allocation: setup.allocation === null ? null : amountsOf(setup.allocation, "setup.allocation"),
   startPrice: fromString(setup.startPrice, "setup.startPrice"),
-  carried: (setup.carried ?? []).map((order, index) => carriedIntent(order, setup.pair.symbol, index))
+  carried: (setup.carried ?? []).map((order, index) => carriedIntent(order, setup.pair.symbol, index)),
+  missed: (setup.missed ?? []).map(missedOutcome)
 })
 
 const toCandle = (c: PaperRunEvidence["candles"][number]): Candle => ({ openTimeMs: c.openTime, open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })
@@ -162,7 +196,7 @@ export const replayPaperRun = <P, S>(
       }
     },
     ...(setup.schedule === null ? {} : { schedule: setup.schedule }),
-    ...(initialState === undefined ? {} : { initialState, carried: amounts.carried })
+    ...(initialState === undefined ? {} : { initialState, carried: amounts.carried, missed: amounts.missed })
   })
   return Either.map(replayed, (result) => {
     const intentOf = new Map([...placements.values()].map((intent) => [intent.intentId, intentKey(intent.tag, intent.occurrence)]))

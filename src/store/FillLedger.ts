@@ -108,7 +108,14 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
            AND client_order_id NOT IN (SELECT client_order_id FROM orders WHERE client_order_id IS NOT NULL)
          GROUP BY client_order_id ORDER BY firstTime`
       ),
-      count: sqlite.prepare("SELECT COUNT(*) AS n FROM fills")
+      count: sqlite.prepare("SELECT COUNT(*) AS n FROM fills"),
+      // From the fills not yet heard (few) to their orders, not from every order the strategy ever had.
+      unheard: sqlite.prepare(
+        `SELECT f.*, o.tag AS order_tag FROM fills f CROSS JOIN orders o ON o.client_order_id = f.client_order_id
+         WHERE f.heard_at IS NULL AND o.strategy_id = ? ORDER BY f.time, f.fill_id`
+      ),
+      isUnheard: sqlite.prepare("SELECT 1 FROM fills WHERE fill_id = ? AND heard_at IS NULL"),
+      hear: sqlite.prepare("UPDATE fills SET heard_at = ? WHERE fill_id = ?")
     }
 
     const readState = (): SyncState => {
@@ -205,7 +212,16 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
       /** Orders the ledger has fills of but the journal does not know, with their first fill's time. */
       orphanOrders: Effect.sync(() => q.orphans.all() as Array<{ clientOrderId: string; firstTime: number }>),
       has: (fillId: string) => Effect.sync(() => q.has.get(fillId) !== undefined),
-      count: Effect.sync(() => (q.count.get() as { n: number }).n)
+      count: Effect.sync(() => (q.count.get() as { n: number }).n),
+      /** The fills of the strategy's orders it was never handed, oldest first, each with its order's tag (a strategy's orders all have one). */
+      unheardFor: (strategyId: string): Effect.Effect<ReadonlyArray<{ readonly fill: LedgerFill; readonly tag: string }>> =>
+        Effect.sync(() => (q.unheard.all(strategyId) as Array<FillTableRow & { order_tag: string }>).map((raw) => ({ fill: toFill(raw), tag: raw.order_tag }))),
+      /** False once the fill's strategy has been handed it. */
+      isUnheard: (fillId: string): Effect.Effect<boolean> => Effect.sync(() => q.isUnheard.get(fillId) !== undefined),
+      /** Records that the fills' strategy was handed them. Plain, for the transaction that saves the state it left. */
+      markHeard: (fillIds: ReadonlyArray<string>, now: number): void => {
+        for (const fillId of fillIds) q.hear.run(now, fillId)
+      }
     }
   })
 }) {}

@@ -12,7 +12,7 @@ import type BetterSqlite3 from "better-sqlite3"
 import { Effect, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
 import * as Json from "../domain/Json.js"
-import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
+import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, TERMINAL_STATES, transition } from "../domain/OrderState.js"
 import type { OrderTerms, PlacementTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
@@ -71,6 +71,20 @@ export interface IntentRecord {
   readonly outcome: "approved" | "refused" | null
   readonly refusal: string | null
   readonly createdAt: number
+}
+
+/**
+ * The final order update a strategy is owed for one of its intents and has not been handed: the
+ * end of its order, or the risk check's refusal of an intent that never had one.
+ */
+export interface OwedAnswer {
+  readonly intentId: string
+  readonly tag: string
+  readonly clientOrderId: string | null
+  /** The order's final state; `refused` for an intent the risk check refused. */
+  readonly state: OrderState
+  readonly code: string | null
+  readonly filledBaseQty: Decimal
 }
 
 /** Fields that change alongside a state change or on their own (progress, polling). */
@@ -323,6 +337,9 @@ const patched = (row: OrderRow, patch: OrderPatch, state: OrderState | undefined
   }
 }
 
+/** The finished states as an SQL list, from the state machine's own set. */
+const FINISHED = [...TERMINAL_STATES].map((state) => `'${state}'`).join(", ")
+
 export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJournal", {
   effect: Effect.gen(function* () {
     const { sqlite } = yield* Database
@@ -353,7 +370,22 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       acknowledge: sqlite.prepare("UPDATE orders SET acknowledged_at = ?, updated_at = ? WHERE state = 'lost' AND acknowledged_at IS NULL AND (? IS NULL OR client_order_id = ?)"),
       all: sqlite.prepare("SELECT * FROM orders ORDER BY order_id"),
       intents: sqlite.prepare("SELECT * FROM intents ORDER BY created_at, intent_id"),
-      events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id")
+      events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id"),
+      // An intent without an order row is one the risk check refused: its answer is that refusal.
+      owed: sqlite.prepare(
+        `SELECT i.intent_id, i.tag, o.client_order_id, COALESCE(o.state, 'refused') AS state, COALESCE(o.code, i.refusal) AS code,
+           COALESCE(o.filled_base_qty, '0') AS filled_base_qty
+         FROM intents i LEFT JOIN orders o ON o.intent_id = i.intent_id
+         WHERE i.strategy_id = ? AND i.answered_at IS NULL AND i.type <> 'cancel' AND COALESCE(o.state, 'refused') IN (${FINISHED})
+         ORDER BY COALESCE(o.terminal_at, i.created_at), i.seq`
+      ),
+      owedFor: sqlite.prepare(
+        `SELECT i.intent_id FROM intents i LEFT JOIN orders o ON o.intent_id = i.intent_id
+         WHERE i.strategy_id = ? AND i.tag = ? AND i.answered_at IS NULL AND i.type <> 'cancel'
+           AND COALESCE(o.state, 'refused') = ? AND o.client_order_id IS ?
+         ORDER BY i.seq`
+      ),
+      answer: sqlite.prepare("UPDATE intents SET answered_at = ? WHERE intent_id = ?")
     }
     // Updates touch a handful of column sets (a poll, an acceptance, a fill...): each is prepared once.
     const updates = new Map<string, BetterSqlite3.Statement>()
@@ -707,6 +739,43 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
             return ids
           }).immediate()
         ),
+      /**
+       * The final order updates the strategy is owed and was never handed, in the order they came
+       * about (orders by when they ended, refusals by when they were journaled).
+       */
+      owedAnswers: (strategyId: string): Effect.Effect<ReadonlyArray<OwedAnswer>> =>
+        Effect.sync(() =>
+          (
+            q.owed.all(strategyId) as Array<{
+              intent_id: string
+              tag: string
+              client_order_id: string | null
+              state: OrderState
+              code: string | null
+              filled_base_qty: string
+            }>
+          ).map((raw) => ({
+            intentId: raw.intent_id,
+            tag: raw.tag,
+            clientOrderId: raw.client_order_id,
+            state: raw.state,
+            code: raw.code,
+            filledBaseQty: new Decimal(raw.filled_base_qty)
+          }))
+        ),
+      /**
+       * The intents whose owed answer is this final update (`state` the order's final state, or
+       * `refused` for a risk refusal), oldest first: none once the strategy has been handed it.
+       */
+      owedFor: (strategyId: string, tag: string, state: OrderState, clientOrderId: string | undefined): Effect.Effect<ReadonlyArray<string>> =>
+        Effect.sync(() => (q.owedFor.all(strategyId, tag, state, clientOrderId ?? null) as Array<{ intent_id: string }>).map((row) => row.intent_id)),
+      /**
+       * Records that the strategy was handed these intents' final updates. Plain, for the
+       * transaction that saves the state the strategy left after handling them.
+       */
+      markAnswered: (intentIds: ReadonlyArray<string>, now: number): void => {
+        for (const intentId of intentIds) q.answer.run(now, intentId)
+      },
       intents: Effect.sync(() => (q.intents.all() as Array<Parameters<typeof toIntent>[0]>).map(toIntent)),
       events: (orderId: number) =>
         Effect.sync(

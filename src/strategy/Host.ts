@@ -7,6 +7,10 @@
  * the other, and the state they leave is saved once, at the end, or as soon as a
  * handler emits intents (saved with them, then submitted, so that the next event
  * sees those orders in its view). A handler that throws pauses its own instance only.
+ *
+ * Each final order update and each fill is handed to an instance once, and what it was handed
+ * is recorded in the transaction that saves the state it left. A restored instance is first
+ * handed what it was owed and never heard: what became of its orders while it did not run.
  */
 import { schedule as scheduleCron } from "node-cron"
 import { Effect, Schedule, type Scope } from "effect"
@@ -15,10 +19,14 @@ import { ZERO } from "../domain/Decimal.js"
 import { type Admission, admit, heldUntil, initialBackpressure, refused, type RefusalStep, succeeded } from "./Backpressure.js"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
+import { fillEventOf } from "../daemon/FillEvents.js"
 import { logEvent } from "../log/Logger.js"
+import { FillLedger, type LedgerFill } from "../store/FillLedger.js"
+import { OrderJournal, type OwedAnswer } from "../store/OrderJournal.js"
 import { StrategyStateStore } from "./StateStore.js"
 import {
   deserializeState,
+  isFinalUpdate,
   SCHEDULE_TIMER,
   serializeState,
   type Balance,
@@ -27,6 +35,7 @@ import {
   type HandlerResult,
   type OpenOrder,
   type OrderUpdateEvent,
+  type OrderUpdateKind,
   type PairRules,
   type StrategyDefinition,
   type StrategyView,
@@ -57,6 +66,9 @@ export type HostEvent =
   | { readonly _tag: "Timer"; readonly event: TimerEvent }
   | { readonly _tag: "OrderUpdate"; readonly event: OrderUpdateEvent }
   | { readonly _tag: "Fill"; readonly event: FillEvent }
+
+/** What became of an order: a final update or a fill, each handed to its instance once. */
+export type OutcomeEvent = Extract<HostEvent, { readonly _tag: "OrderUpdate" | "Fill" }>
 
 export interface InstanceSpec {
   readonly id: string
@@ -91,6 +103,40 @@ const RESUME_POLL_MS = 1000
 /** Codes of the host's own refusals: answers to intents it held back, which are not the venue's or the risk check's. */
 const HELD_CODES: ReadonlySet<string> = new Set<Admission>(["backoff", "throttled"])
 
+/**
+ * What a restored instance missed, as events in the order they came about: each final update
+ * after the fills it reports (the order the engine publishes them in), then the fills of orders
+ * still open, order by order.
+ */
+export const missedEvents = (answers: ReadonlyArray<OwedAnswer>, fills: ReadonlyArray<{ readonly fill: LedgerFill; readonly tag: string }>): Array<OutcomeEvent> => {
+  const fillsOf = new Map<string | null, Array<OutcomeEvent>>()
+  for (const { fill, tag } of fills) {
+    const events = fillsOf.get(fill.clientOrderId) ?? []
+    events.push({ _tag: "Fill", event: fillEventOf(fill, tag) })
+    fillsOf.set(fill.clientOrderId, events)
+  }
+  const missed: Array<OutcomeEvent> = []
+  for (const answer of answers) {
+    if (answer.clientOrderId !== null) {
+      missed.push(...(fillsOf.get(answer.clientOrderId) ?? []))
+      fillsOf.delete(answer.clientOrderId)
+    }
+    missed.push({
+      _tag: "OrderUpdate",
+      event: {
+        tag: answer.tag,
+        ...(answer.clientOrderId === null ? {} : { clientOrderId: answer.clientOrderId }),
+        // A final state is the update kind of its name.
+        kind: answer.state as OrderUpdateKind,
+        ...(answer.code === null ? {} : { code: answer.code }),
+        filledBaseQty: answer.filledBaseQty
+      }
+    })
+  }
+  for (const events of fillsOf.values()) missed.push(...events)
+  return missed
+}
+
 const dispatch = (definition: StrategyDefinition, state: unknown, event: HostEvent, view: StrategyView): HandlerResult<unknown> | undefined => {
   switch (event._tag) {
     case "Candle":
@@ -115,9 +161,11 @@ export const runInstance = (
   port: TradingPort,
   lastPrices: () => ReadonlyMap<string, Decimal>,
   now: () => number
-): Effect.Effect<RunningInstance, never, Scope.Scope | StrategyStateStore> =>
+): Effect.Effect<RunningInstance, never, Scope.Scope | StrategyStateStore | OrderJournal | FillLedger> =>
   Effect.gen(function* () {
     const store = yield* StrategyStateStore
+    const journal = yield* OrderJournal
+    const ledger = yield* FillLedger
     const { definition } = spec
     /**
      * The instance's queue: events waiting to be handled, oldest first, at most QUEUE_CAPACITY of
@@ -140,6 +188,12 @@ export const runInstance = (
     /** Queues an event whatever the room: answers the instance owes itself, which only it could make room for. */
     const push = (event: HostEvent): void => {
       inbox.push(event)
+      arrived.unsafeOpen()
+      if (inbox.length >= QUEUE_CAPACITY) room.unsafeClose()
+    }
+    /** Queues events ahead of everything waiting: what happened while the instance did not run comes first. */
+    const pushFirst = (events: ReadonlyArray<HostEvent>): void => {
+      inbox = [...events, ...inbox]
       arrived.unsafeOpen()
       if (inbox.length >= QUEUE_CAPACITY) room.unsafeClose()
     }
@@ -205,6 +259,7 @@ export const runInstance = (
         yield* logEvent("strategy.error", { strategy: spec.id, phase: "restore", error: restored.left.message, action: "started from init" })
       }
     }
+    const restoredState = state !== undefined
     if (state === undefined) {
       const account = yield* port.accountView(spec.id)
       try {
@@ -332,6 +387,39 @@ export const runInstance = (
 
     /** Admitted intents of the events handled since the last save. */
     let unsaved: Array<Intent> = []
+    /** What the events handled since the last save handed the instance: final updates, by the intent each answers, and fills. */
+    let answered: Array<string> = []
+    let heard: Array<string> = []
+
+    /** Records, inside the transaction that saves the state, that the instance was handed these. */
+    const recordHanded = (intentIds: ReadonlyArray<string>, fillIds: ReadonlyArray<string>, at: number) => () => {
+      journal.markAnswered(intentIds, at)
+      ledger.markHeard(fillIds, at)
+    }
+
+    /**
+     * Whether the instance is owed a final order update or a fill, noting it among the handed when
+     * it is. An update answers one journaled intent and a fill is heard once: a copy of one handed
+     * already (the restore handed it, and the engine published it as well) is not owed. The host's
+     * own refusals of intents it held back were never journaled, and are always owed.
+     */
+    const owes = (event: OutcomeEvent): Effect.Effect<boolean> => {
+      if (event._tag === "Fill") {
+        const { fillId } = event.event
+        if (heard.includes(fillId)) return Effect.succeed(false)
+        return Effect.map(ledger.isUnheard(fillId), (unheard) => {
+          if (unheard) heard.push(fillId)
+          return unheard
+        })
+      }
+      const update = event.event
+      if (!isFinalUpdate(update.kind) || HELD_CODES.has(update.code ?? "")) return Effect.succeed(true)
+      return Effect.map(journal.owedFor(spec.id, update.tag, update.kind, update.clientOrderId), (intentIds) => {
+        const intentId = intentIds.find((id) => !answered.includes(id))
+        if (intentId !== undefined) answered.push(intentId)
+        return intentId !== undefined
+      })
+    }
     /** The event handled last, named when the state it left cannot be saved. */
     let lastTrigger: HostEvent["_tag"] | undefined
 
@@ -351,12 +439,17 @@ export const runInstance = (
         return
       }
       const changed = encoded !== savedState || lastCandle !== savedCandle
-      if (!changed && intents.length === 0) return
+      if (!changed && intents.length === 0 && answered.length === 0 && heard.length === 0) return
+      const at = now()
+      const handed = recordHanded(answered, heard, at)
+      answered = []
+      heard = []
       const outboxIds = yield* store.save(
         spec.id,
         changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
         intents,
-        now()
+        at,
+        handed
       )
       savedState = encoded
       savedCandle = lastCandle
@@ -365,11 +458,14 @@ export const runInstance = (
 
     /**
      * A handler failed: the instance goes back to the state it last saved (a handler that threw
-     * may have changed its state halfway), drops what it emitted since, and pauses.
+     * may have changed its state halfway), drops what it emitted since, and pauses. What it was
+     * handed since stays owed to that state: the next start hands it again.
      */
     const fail = (trigger: HostEvent["_tag"], reason: string) =>
       Effect.gen(function* () {
         unsaved = []
+        answered = []
+        heard = []
         if (savedState !== undefined) {
           const restored = deserializeState(definition, savedState)
           if (restored._tag === "Right") state = restored.right
@@ -387,6 +483,7 @@ export const runInstance = (
         for (const event of events) {
           if (pausedFor !== undefined) break
           if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) continue
+          if ((event._tag === "OrderUpdate" || event._tag === "Fill") && !(yield* owes(event))) continue
           if (event._tag === "Ticker" && event.event.symbol === spec.symbol) givenPrice = event.event.price
           else if (event._tag === "Candle" && event.event.symbol === spec.symbol) givenPrice = event.event.close
           const step = observe(event)
@@ -428,8 +525,31 @@ export const runInstance = (
             yield* logEvent("strategy.paused", { strategy: spec.id, reason: pauseFor, action: "paused: fix the cause, then `svcbot resume` it (or restart)" })
           }
         }
-        if (handled || lastCandle !== savedCandle) yield* save
+        if (handled || lastCandle !== savedCandle || answered.length > 0 || heard.length > 0) yield* save
       })
+
+    // What became of the instance's orders while it did not run (cancel-on-stop runs after the
+    // strategies stopped, a fill may come while the process is down, the start-up reconcile
+    // decides lost placements) comes before anything it hears now. Read as late as possible: the
+    // engine's updates reach the instance once it is running, and what was written before this
+    // read is here, whenever it is published (a copy heard later is not owed twice). A state that
+    // did not come back never knew those orders: they are recorded as handed, unheard.
+    const answers = yield* journal.owedAnswers(spec.id)
+    const fills = yield* ledger.unheardFor(spec.id)
+    if (answers.length + fills.length > 0) {
+      if (restoredState) {
+        pushFirst(missedEvents(answers, fills))
+      } else {
+        const at = now()
+        yield* store.save(spec.id, undefined, [], at, recordHanded(answers.map((answer) => answer.intentId), fills.map((entry) => entry.fill.fillId), at))
+      }
+      yield* logEvent("strategy.missed", {
+        strategy: spec.id,
+        orderUpdates: answers.length,
+        fills: fills.length,
+        action: restoredState ? "handed to the restored instance before anything new" : "not handed: the instance started from init, and its state never knew those orders"
+      })
+    }
 
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(takeAll, handleAll)))
     // `svcbot resume` clears the stored pause; the running instance takes it up here.

@@ -2,7 +2,8 @@
  * Strategy instance state in SQLite, so an instance resumes where it stopped, and
  * the strategy outbox: the intents a handler emitted, saved with the state that
  * emitted them and taken out by the transaction that journals each one
- * (`OrderJournal`), so a crash between the two neither loses nor repeats one.
+ * (`OrderJournal`), so a crash between the two neither loses nor repeats one. What
+ * the handlers were handed of their orders' outcomes is recorded with the state too.
  */
 import { Effect, Schema } from "effect"
 import { IntentFromJson, type Intent } from "../domain/Intent.js"
@@ -39,7 +40,8 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
     const deleteOutbox = sqlite.prepare("DELETE FROM strategy_outbox WHERE strategy_id = ?")
     const encodeIntent = Schema.encodeSync(IntentFromJson)
     const decodeIntent = Schema.decodeUnknownSync(IntentFromJson)
-    const saveAll = sqlite.transaction((id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number) => {
+    const saveAll = sqlite.transaction((id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number, recordHanded: () => void) => {
+      recordHanded()
       if (stored !== undefined) {
         upsert.run({ id, strategy: stored.strategy, version: stored.version, state: stored.state, lastCandleOpen: stored.lastCandleOpen, now })
       }
@@ -53,10 +55,16 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
         }),
       /**
        * Saves the state a handler left (undefined when it is unchanged) and the intents
-       * it emitted, in one transaction; returns each intent's outbox id.
+       * it emitted, in one transaction; returns each intent's outbox id. `recordHanded` writes,
+       * in that transaction, which final order updates and fills the handlers were handed.
        */
-      save: (id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number): Effect.Effect<ReadonlyArray<number>> =>
-        Effect.sync(() => saveAll(id, stored, intents, now)),
+      save: (
+        id: string,
+        stored: StoredState | undefined,
+        intents: ReadonlyArray<Intent>,
+        now: number,
+        recordHanded: () => void = () => undefined
+      ): Effect.Effect<ReadonlyArray<number>> => Effect.sync(() => saveAll(id, stored, intents, now, recordHanded)),
       /** Forgets an instance's unjournaled intents (they belong to a strategy that no longer runs under its id). */
       dropOutbox: (id: string): Effect.Effect<void> =>
         Effect.sync(() => {

@@ -458,3 +458,31 @@ describe("a resumed run's live orders", () => {
     expect(fillsByIntent(out.fills, out.placements).map((f) => f.intent)).toEqual(["bid#carried"])
   })
 })
+
+describe("what a resumed run's instance was handed first", () => {
+  const candles = flat(4)
+  const tape = [...steps(1, [10, "100"]), ...steps(2, [2, "98.9"], [30, "100"])]
+
+  it("is heard at the start in its order, before anything of the run, and what the strategy answers is placed then", () => {
+    const resumed: Heard = { lines: [], candles: 0 }
+    const answer = (tag: string) => (tag === "old" ? [bid("again", "99")] : [])
+    const outcome = runBacktest(
+      setup(scripted({}, answer), candles, {
+        tape,
+        initialState: resumed,
+        missed: [
+          {
+            _tag: "Fill",
+            event: { tag: "old", fillId: "f-old", side: "buy", price: d("99.5"), baseQty: d("2"), quoteQty: d("199"), fee: d("0.002"), feeAsset: "BTC", liquidity: "maker", time: T0 - MIN }
+          },
+          { _tag: "OrderUpdate", event: { tag: "old", clientOrderId: "co-old", kind: "fill", filledBaseQty: d("2") } },
+          { _tag: "OrderUpdate", event: { tag: "gone", kind: "cancelled", filledBaseQty: d("0") } }
+        ]
+      })
+    )
+    if (Either.isLeft(outcome)) throw outcome.left
+    expect(resumed.lines.slice(0, 4)).toEqual(["0s fill old buy 2 @ 99.5 maker t=-60s", "0s update old fill", "0s update gone cancelled", "60s update again resting"])
+    // The fill of what was missed is not one of the run's: only the order placed in answer to it is.
+    expect(fillsOf(outcome.right)).toEqual(["again buy 2 @ 99 maker fee 0.002 t=122s"])
+  })
+})

@@ -15,6 +15,8 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import * as Logger from "../../src/log/Logger.js"
 import { Database } from "../../src/store/Database.js"
+import { FillLedger } from "../../src/store/FillLedger.js"
+import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { runInstance, type AccountView, type TradingPort } from "../../src/strategy/Host.js"
 import { StrategyStateStore } from "../../src/strategy/StateStore.js"
 import { defineStrategy, type OpenOrder, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
@@ -47,7 +49,7 @@ const setup = async () => {
   const dir = mkdtempSync(join(tmpdir(), "svcbot-host-"))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   const runtime = ManagedRuntime.make(
-    StrategyStateStore.Default.pipe(
+    Layer.mergeAll(StrategyStateStore.Default, OrderJournal.Default, FillLedger.Default).pipe(
       Layer.provideMerge(Database.Default({ path: join(dir, "svcbot.sqlite") })),
       Layer.provide(Logger.layer({ destination: { write: () => undefined } }))
     )
@@ -58,9 +60,9 @@ const setup = async () => {
   // The real store, with every save noted.
   const store = StrategyStateStore.make({
     ...real,
-    save: (id, stored, intents, now) => {
+    save: (id, stored, intents, now, recordHanded) => {
       saves.push({ state: stored === undefined ? undefined : JSON.parse(stored.state), intents: intents.length })
-      return real.save(id, stored, intents, now)
+      return real.save(id, stored, intents, now, recordHanded)
     }
   })
   // The engine as the host sees it: what was submitted is an open order in the next view.

@@ -8,7 +8,7 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import { InvalidTransition } from "../../src/domain/OrderState.js"
 import { Database } from "../../src/store/Database.js"
 import { FillLedger, type LedgerFill } from "../../src/store/FillLedger.js"
-import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, MigrationFailed } from "../../src/store/Migrations.js"
+import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, migrate, MigrationFailed, readMigrations } from "../../src/store/Migrations.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 
 const dirs: Array<string> = []
@@ -84,6 +84,56 @@ describe("database and migrations", () => {
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'half'").all()).toEqual([])
     expect(db.prepare("SELECT version FROM schema_migrations").all()).toEqual([{ version: 1 }])
     db.close()
+  })
+})
+
+describe("what strategies were handed (migration 0022)", () => {
+  it("counts an outcome from before the instance's last saved state as handed, and one from after it, or still to come, as owed", async () => {
+    const path = join(tempDir(), "svcbot.sqlite")
+    const db = new BetterSqlite3(path)
+    migrate(db, path, readMigrations(DEFAULT_MIGRATIONS_DIR).filter((m) => m.version < 22))
+    db.prepare("INSERT INTO strategy_state (strategy_id, strategy, version, state, updated_at) VALUES ('grid', 'grid', '1', '{}', 100)").run()
+    const intent = db.prepare("INSERT INTO intents (intent_id, strategy_id, seq, tag, type, body, outcome, refusal, created_at) VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?)")
+    const order = db.prepare(
+      "INSERT INTO orders (intent_id, strategy_id, tag, origin, client_order_id, state, symbol, side, type, created_at, updated_at, terminal_at) VALUES (?, ?, ?, 'journal', ?, ?, 'BTCUSDT', 'buy', 'limit', 0, 0, ?)"
+    )
+    const placed = (strategyId: string, seq: number, tag: string, clientOrderId: string, state: string, terminalAt: number | null) => {
+      intent.run(`${strategyId}:${seq}`, strategyId, seq, tag, "limit", "approved", null, 1)
+      order.run(`${strategyId}:${seq}`, strategyId, tag, clientOrderId, state, terminalAt)
+    }
+    placed("grid", 1, "filled-before", "c-1", "fill", 50)
+    placed("grid", 2, "cancelled-after", "c-2", "cancelled", 150)
+    placed("grid", 3, "resting", "c-3", "resting", null)
+    intent.run("grid:4", "grid", 4, "refused-after", "limit", "refused", "price-collar", 120)
+    intent.run("grid:5", "grid", 5, "refused-before", "limit", "refused", "price-collar", 80)
+    intent.run("grid:6", "grid", 6, "cancelled-after", "cancel", "approved", null, 140)
+    const ledgerRow = db.prepare(
+      "INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty, fee, fee_asset, time, raw, synced_at) VALUES (?, ?, 'BTCUSDT', 'buy', 'maker', '1', '1', '1', '0', 'BTC', ?, '{}', ?)"
+    )
+    ledgerRow.run("f-before", "c-1", 40, 60)
+    ledgerRow.run("f-after", "c-2", 130, 140)
+    ledgerRow.run("f-external", "c-unknown", 190, 200)
+    db.close()
+
+    const owed = await run(
+      path,
+      Effect.gen(function* () {
+        const answers = yield* (yield* OrderJournal).owedAnswers("grid")
+        const fills = yield* (yield* FillLedger).unheardFor("grid")
+        return { answers: answers.map((a) => `${a.tag} ${a.state} ${a.code ?? ""}`.trim()), fills: fills.map((f) => `${f.fill.fillId} ${f.tag}`) }
+      })
+    )
+    // The open order is owed its final update when it comes; the cancel intent gets none of its own.
+    expect(owed).toEqual({ answers: ["refused-after refused price-collar", "cancelled-after cancelled"], fills: ["f-after cancelled-after"] })
+    const read = new BetterSqlite3(path, { readonly: true })
+    expect(read.prepare("SELECT intent_id FROM intents WHERE answered_at IS NULL ORDER BY seq").all()).toEqual([
+      { intent_id: "grid:2" },
+      { intent_id: "grid:3" },
+      { intent_id: "grid:4" },
+      { intent_id: "grid:6" }
+    ])
+    expect(read.prepare("SELECT fill_id FROM fills WHERE heard_at IS NULL").all()).toEqual([{ fill_id: "f-after" }])
+    read.close()
   })
 })
 
