@@ -36,9 +36,12 @@ describe.skipIf(unavailable !== undefined)(`docker compose up, the default profi
   }, 120_000)
 
   it("starts venue and bot healthy, trades, and runs a minute without a restart", async () => {
+    const started = Date.now()
     const up = await p.compose(["up", "-d"])
     expect(up.status, up.stderr).toBe(0)
-    figures["seconds to healthy"] = await untilHealthy(p, "bot", 180_000)
+    await untilHealthy(p, "bot", 180_000)
+    // From `up` on: compose starts the bot once the venue is healthy.
+    figures["seconds to healthy"] = (Date.now() - started) / 1000
     await untilHealthy(p, "venue", 10_000)
     const resting = await pollUntil(async () => {
       const orders = await openOrders(p)
