@@ -40,6 +40,8 @@ const MAX_TEXT_LENGTH = 2 * (MAX_SIGNIFICANT_DIGITS + MAX_EXPONENT)
 
 /** A JSON number literal or decimal string as the spec writes it: no leading `+`, no leading zeros, no bare `.`. */
 const DECIMAL_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
+/** The problem of text that is not a number at all, as opposed to a number beyond the bounds. */
+export const NOT_DECIMAL_TEXT = "expected plain decimal digits such as 12.345 (an optional leading -, no spaces, no NaN)"
 
 const CHAR_ZERO = 48
 const CHAR_POINT = 46
@@ -95,7 +97,7 @@ export class InvalidDecimal extends Error {
 export const fromString = (text: string, field?: string): Decimal => {
   if (text.length > MAX_TEXT_LENGTH) throw new InvalidDecimal(text, `longer than ${MAX_TEXT_LENGTH} characters`, field)
   if (!DECIMAL_TEXT.test(text)) {
-    throw new InvalidDecimal(text, "expected plain decimal digits such as 12.345 (an optional leading -, no spaces, no NaN)", field)
+    throw new InvalidDecimal(text, NOT_DECIMAL_TEXT, field)
   }
   const problem = outOfBounds(text)
   if (problem !== undefined) throw new InvalidDecimal(text, problem, field)

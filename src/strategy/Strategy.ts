@@ -7,7 +7,7 @@
  */
 import { Data, Either, ParseResult, Schema, SchemaAST } from "effect"
 import { LosslessNumber } from "lossless-json"
-import { Decimal, fromJsNumber, fromString, InvalidDecimal } from "../domain/Decimal.js"
+import { Decimal, fromJsNumber, fromString, InvalidDecimal, NOT_DECIMAL_TEXT } from "../domain/Decimal.js"
 import { DecimalFromString } from "../domain/DecimalSchema.js"
 import type { Intent } from "../domain/Intent.js"
 import type { Liquidity, OrderKind, OrderType, Side } from "../svc/Dialect.js"
@@ -231,7 +231,8 @@ const parseDecimal = (text: string, ast: SchemaAST.AST, actual: unknown) => {
   } catch (error) {
     if (!(error instanceof InvalidDecimal)) throw error
     const shown = JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}...` : text)
-    return ParseResult.fail(new ParseResult.Type(ast, actual, `${shown} is not a decimal number such as 12.345 (${error.problem})`))
+    const problem = error.problem === NOT_DECIMAL_TEXT ? "is not a decimal number such as 12.345" : `is beyond the bounds of an amount (${error.problem})`
+    return ParseResult.fail(new ParseResult.Type(ast, actual, `${shown} ${problem}`))
   }
 }
 
