@@ -34,7 +34,7 @@ import { ClusterSchema, Entity, RunnerAddress, RunnerHealth, Runners, ShardingCo
 import { SocketServer } from "@effect/platform"
 import { NodeClusterSocket, NodeSocketServer } from "@effect/platform-node"
 import { Rpc, RpcSerialization } from "@effect/rpc"
-import type { SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Option, Redacted, Schema } from "effect"
 import { type JobSpec, prepare, type PreparedJob, strategyFileOf } from "../backtest/Job.js"
@@ -92,6 +92,39 @@ const clusterTimings = {
 } as const
 
 const pgLayer = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: 8 })
+
+/**
+ * The lock id under which one process at a time builds the cluster's storages (`clusterStorages`).
+ * Not the results schema's: that one is taken in a transaction on another connection of the same
+ * process, which would wait forever behind this one's session lock.
+ */
+const STORAGES_LOCK = 7_301_993_042
+
+/**
+ * The cluster's message and runner storages, built by one process at a time. The library makes
+ * its tables as it builds them and does not expect a peer doing the same at that instant: it
+ * creates its migrations table with a plain CREATE TABLE once a lookup found none, so of workers
+ * and runs starting together on a fresh database all but one can fail ("duplicate key value
+ * violates unique constraint pg_type_typname_nsp_index"), which it makes a defect that ends the
+ * process (its CREATE TABLE IF NOT EXISTS of the runners table can fail alike). A session advisory
+ * lock, held on a connection of its own while they are built and released after, has every later
+ * process find the tables made; a lost connection ends its lock.
+ */
+const clusterStorages = Layer.scopedContext(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const storagesScope = yield* Effect.scope
+    return yield* Effect.scoped(
+      Effect.gen(function* () {
+        const connection = yield* sql.reserve
+        yield* Effect.acquireRelease(connection.executeRaw("SELECT pg_advisory_lock($1)", [STORAGES_LOCK]), () =>
+          Effect.ignore(connection.executeRaw("SELECT pg_advisory_unlock($1)", [STORAGES_LOCK]))
+        )
+        return yield* Layer.buildWithScope(Layer.merge(Layer.orDie(SqlMessageStorage.layer), Layer.orDie(SqlRunnerStorage.layer)), storagesScope)
+      })
+    )
+  })
+)
 
 /** The URL with its password hidden, for messages and log lines. */
 export const maskedUrl = (url: string): string => {
@@ -213,8 +246,7 @@ const runnerOn = (server: SocketServer.SocketServer["Type"], address: RunnerAddr
   SocketRunner.layer.pipe(
     Layer.provide([Layer.succeed(SocketServer.SocketServer, server), NodeClusterSocket.layerClientProtocol]),
     Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))),
-    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provideMerge(clusterStorages),
     Layer.provide(ShardingConfig.layerFromEnv({ ...clusterTimings, runnerAddress: Option.some(address) })),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
@@ -241,7 +273,9 @@ export const workerLayer = (options: WorkerOptions) =>
   )
 
 const clientLayer = (url: string) =>
-  NodeClusterSocket.layer({ clientOnly: true, storage: "sql", shardingConfig: clusterTimings }).pipe(
+  // The library's client composition, with the storages it would build unguarded built one process at a time.
+  NodeClusterSocket.layer({ clientOnly: true, storage: "byo", shardingConfig: clusterTimings }).pipe(
+    Layer.provide(clusterStorages.pipe(Layer.provide(ShardingConfig.layerFromEnv(clusterTimings)))),
     Layer.provideMerge(Layer.effectDiscard(PgResults.ensureSchema)),
     Layer.provideMerge(pgLayer(url))
   )
