@@ -45,6 +45,42 @@ const exactNumbersIn = (container: object): void => {
   }
 }
 
+/**
+ * The deepest nesting of arrays and objects an answer may have. The Dialect's answers nest
+ * three levels (`{"fills": [{...}]}`, `{"steps": [[...]]}`); the rest is room for fields an
+ * exchange adds. What reads an answer after JSON.parse (the exactness check, lossless-json,
+ * the decoders and their error messages) recurses once a level, and a few thousand levels
+ * exhaust the stack, so deeper text is refused before any of it runs.
+ */
+export const MAX_ANSWER_DEPTH = 64
+
+const QUOTE = 34
+const BACKSLASH = 92
+const OPEN_ARRAY = 91
+const CLOSE_ARRAY = 93
+const OPEN_OBJECT = 123
+const CLOSE_OBJECT = 125
+
+/** Whether JSON text opens more than `levels` arrays and objects inside one another (brackets inside strings aside). */
+export const nestedDeeperThan = (text: string, levels: number): boolean => {
+  // Each level takes two characters at least.
+  if (text.length <= 2 * levels) return false
+  let depth = 0
+  for (let at = 0; at < text.length; at++) {
+    const c = text.charCodeAt(at)
+    if (c === QUOTE) {
+      for (at++; at < text.length; at++) {
+        const inside = text.charCodeAt(at)
+        if (inside === BACKSLASH) at++
+        else if (inside === QUOTE) break
+      }
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > levels) return true
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--
+  }
+  return false
+}
+
 /** Parses an answer to what `Json.parse` gives; throws InvalidJson as it does. */
 export const parseAnswer = (text: string): unknown => {
   const value = parseNatively(text)

@@ -61,6 +61,9 @@ export const JsonInteger = Schema.transformOrFail(JsonNumber, Schema.Int, {
   encode: (n) => ParseResult.succeed(new LosslessNumber(String(n)))
 })
 
+/** When something happened, in epoch milliseconds: never before 1970. */
+const EpochMillis = JsonInteger.pipe(Schema.filter((ms) => ms >= 0 || "must not be negative"))
+
 const OptionalPositiveAmount = Schema.optionalWith(PositiveAmount, { nullable: true, exact: true })
 const OptionalNonNegativeAmount = Schema.optionalWith(NonNegativeAmount, { nullable: true, exact: true })
 
@@ -125,8 +128,7 @@ export const FillRow = Schema.Struct({
   /** Either sign: a maker rebate is a negative fee. */
   fee: Amount,
   feeAsset: Schema.String,
-  /** Epoch milliseconds. */
-  time: JsonInteger
+  time: EpochMillis
 })
 
 /** A fill, with `raw`: the row as exact JSON text (numbers digit for digit), for the ledger. */

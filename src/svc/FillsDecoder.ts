@@ -9,7 +9,7 @@
  * its order, and fails with the DecodeError (endpoint and field path) that the
  * Schema would give: a page is taken whole or refused whole, so nothing of a page
  * with one bad row (an empty fillId, a quantity not above zero, an amount beyond
- * the bounds of `fromString`) reaches the ledger.
+ * the bounds of `fromString`, a time before 1970) reaches the ledger.
  */
 import { Either } from "effect"
 import { fromString, InvalidDecimal, sign, type Decimal } from "../domain/Decimal.js"
@@ -141,6 +141,7 @@ const decodeRow = (page: Page, index: number): Fill | Refusal => {
   if (token === undefined) return wrong(row, "time", "JsonNumber")
   const millis = Number(token)
   if (!WHOLE_NUMBER.test(token) || !Number.isSafeInteger(millis)) return new Refusal("time", `expected a whole number, got ${token}`)
+  if (millis < 0) return new Refusal("time", "must not be negative")
   const fill: Record<string, unknown> = {
     fillId,
     clientOrderId,

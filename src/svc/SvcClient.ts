@@ -4,9 +4,10 @@
  *
  * Request pipeline: the body is serialized once (Decimal amounts as JSON number
  * literals), those exact bytes are signed and sent. Answers are read up to
- * `maxAnswerBytes` (a longer one is cut off and fails with AnswerTooLarge), parsed
- * losslessly and decoded by the Schemas of Api.ts (fills by FillsDecoder.ts). Failed
- * answers become the tagged errors of Errors.ts by `code`, else by HTTP status. An
+ * `maxAnswerBytes` (a longer one is cut off and fails with AnswerTooLarge) as UTF-8 (a
+ * body that is not, or that nests deeper than MAX_ANSWER_DEPTH, fails with DecodeError),
+ * parsed losslessly and decoded by the Schemas of Api.ts (fills by FillsDecoder.ts).
+ * Failed answers become the tagged errors of Errors.ts by `code`, else by HTTP status. An
  * answer refused as malformed or too large fails its request whole and is kept as a
  * refused answer of its endpoint until the endpoint answers readably again (health).
  *
@@ -26,6 +27,7 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import type { Dispatcher } from "@effect/platform-node/Undici"
+import { isUtf8 } from "node:buffer"
 import { type Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, type Scope, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"
@@ -55,7 +57,7 @@ import { Budget, type BudgetOptions, type Demand, type Outcome, type Priority, t
 import type { Dialect, Side } from "./Dialect.js"
 import {
   AnswerTooLarge,
-  type DecodeError,
+  DecodeError,
   errorCodeOf,
   fromFailedAnswer,
   isAccountBlock,
@@ -66,7 +68,7 @@ import {
   type RefusedAnswer,
   type SvcError
 } from "./Errors.js"
-import { parseAnswer } from "./AnswerJson.js"
+import { MAX_ANSWER_DEPTH, nestedDeeperThan, parseAnswer } from "./AnswerJson.js"
 import { plainDecoderFor, Shapes } from "./PlainDecoder.js"
 import { decodeFillsPage, parseFillsAnswer } from "./FillsDecoder.js"
 import { VENUE_IMPLEMENTATION_HEADER, VENUE_STEPS_PATH } from "./VenueIdentity.js"
@@ -236,20 +238,31 @@ const unknownPlacement = (call: Call<unknown>, reason: PlacementOutcomeUnknown["
 type IncomingHttpHeaders = Dispatcher.ResponseData["headers"]
 
 /**
- * What came back for one request off the wire: an answer, one whose body ran past the
- * limit (`TooLarge`: its status and headers, not its body), or why there was none
- * (`answered` when the status line came but the body did not).
+ * What came back for one request off the wire: an answer (its `text` undefined when the body
+ * is not UTF-8), one whose body ran past the limit (`TooLarge`: its status and headers, not
+ * its body), or why there was none (`answered` when the status line came but the body did not).
  */
 type Reply =
-  | { readonly _tag: "Answer"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly text: string }
+  | { readonly _tag: "Answer"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly text: string | undefined }
   | { readonly _tag: "TooLarge"; readonly status: number; readonly headers: IncomingHttpHeaders }
   | { readonly _tag: "NoAnswer"; readonly answered: boolean; readonly cause: unknown }
 
-/** The body as text, as undici's `body.text()` reads it: UTF-8, a byte order mark skipped. */
-const utf8Text = (chunks: ReadonlyArray<Buffer>): string => {
+/**
+ * The body as text, as undici's `body.text()` reads it: UTF-8, a byte order mark skipped; or
+ * undefined when it is not UTF-8. Decoding would put U+FFFD in place of the bad bytes, and an
+ * id read that way (a clientOrderId, a fillId) is another id, well formed and wrong.
+ */
+const utf8Text = (chunks: ReadonlyArray<Buffer>): string | undefined => {
   const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+  if (!isUtf8(bytes)) return undefined
   const start = bytes.length > 2 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0
   return bytes.toString("utf8", start)
+}
+
+/** Why an answer's text is not read at all (it is refused whole), or undefined when it is read. */
+const whyUnreadable = (text: string | undefined): string | undefined => {
+  if (text === undefined) return "the answer is not UTF-8 text"
+  return nestedDeeperThan(text, MAX_ANSWER_DEPTH) ? `the answer nests arrays and objects deeper than ${MAX_ANSWER_DEPTH} levels` : undefined
 }
 
 /**
@@ -484,10 +497,12 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         }
         const { status } = reply
         const header = headerOf(reply.headers)
+        const unreadableText = reply._tag === "Answer" ? whyUnreadable(reply.text) : undefined
+        const text = reply._tag === "Answer" && unreadableText === undefined ? reply.text : undefined
         let json: unknown
-        if (reply._tag === "Answer" && reply.text !== "") {
+        if (text !== undefined && text !== "") {
           try {
-            json = (call.parse ?? parseAnswer)(reply.text)
+            json = (call.parse ?? parseAnswer)(text)
           } catch {
             json = undefined
           }
@@ -500,7 +515,11 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         let answered: Attempt<A>
         if (error === undefined) {
           const decoded: Either.Either<A, RefusedAnswer> =
-            reply._tag === "TooLarge" ? Either.left(new AnswerTooLarge({ endpoint: call.path, limitBytes: maxAnswerBytes })) : call.decode(json, sentAtMs, header)
+            reply._tag === "TooLarge"
+              ? Either.left(new AnswerTooLarge({ endpoint: call.path, limitBytes: maxAnswerBytes }))
+              : unreadableText !== undefined
+                ? Either.left(new DecodeError({ endpoint: call.path, field: "", detail: unreadableText }))
+                : call.decode(json, sentAtMs, header)
           if (Either.isRight(decoded)) {
             if (refused.size !== 0) refused.delete(call.path)
             answered = { _tag: "Decoded", value: decoded.right }

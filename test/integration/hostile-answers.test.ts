@@ -5,6 +5,7 @@
  * refused whole (a DecodeError naming the endpoint and the field, one warn line), the process
  * stays up with its memory flat, nothing malformed reaches the real SQLite file, fill sync
  * keeps its cursor, and once the proxy stops rewriting the ledger equals the venue's fills.
+ * An answer that is not UTF-8 or nests thousands of levels deep is refused before it is read.
  */
 import Sqlite from "better-sqlite3"
 import { Effect, Either, Layer, ManagedRuntime } from "effect"
@@ -17,10 +18,11 @@ import * as Logger from "../../src/log/Logger.js"
 import { Database } from "../../src/store/Database.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
+import { MAX_ANSWER_DEPTH } from "../../src/svc/AnswerJson.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { SvcClient } from "../../src/svc/SvcClient.js"
 import { fundForFills, makeFills } from "../chaos/fixtures/fills.js"
-import { type ProxiedAnswer, startAnswerProxy } from "../support/proxy.js"
+import { type ProxiedAnswer, type Rewrite, startAnswerProxy } from "../support/proxy.js"
 import { startVenue } from "../support/venue.js"
 import { CapturedLog, clientLayer, tempDbPath } from "./engine-harness.js"
 
@@ -236,5 +238,50 @@ describe("hostile answers", () => {
     expect(Either.isRight(goodReads.wallet)).toBe(true)
     expect(Either.isRight(goodReads.ticker)).toBe(true)
     expect(goodReads.refused).toEqual([])
+  }, 60_000)
+
+  it("an answer that is not UTF-8, or nests thousands of levels deep, is refused whole: no id is read with replacement characters, no request is left hanging", async () => {
+    const venue = await startVenue({ settleMs: 0 })
+    cleanups.push(() => venue.close())
+    /** A byte no UTF-8 text holds, put into the first clientOrderId of an answer; or a ticker's price nested this deep. */
+    let damage: "utf8" | number | undefined = "utf8"
+    const rewrite = (answer: ProxiedAnswer): Rewrite | undefined => {
+      if (damage === undefined || answer.status >= 300) return undefined
+      if (damage === "utf8") {
+        const at = answer.body.indexOf('"co_') + 4
+        return at < 4 ? undefined : { body: Buffer.concat([Buffer.from(answer.body.slice(0, at)), Buffer.from([0xff]), Buffer.from(answer.body.slice(at))]) }
+      }
+      return answer.target.startsWith(paths.ticker) ? { body: answer.body.replace(/"price":"[^"]*"/, `"price":${"[".repeat(damage)}${"]".repeat(damage)}`) } : undefined
+    }
+    const proxy = await startAnswerProxy(venue.url, rewrite)
+    cleanups.push(() => proxy.close())
+    const log = new CapturedLog()
+    const runtime = ManagedRuntime.make(clientLayer({ ...venue, url: proxy.url }, 5000).pipe(Layer.provide(Logger.layer({ destination: log.stream }))))
+    cleanups.push(() => runtime.dispose())
+    const client = <A, E>(use: (client: SvcClient) => Effect.Effect<A, E>) => runtime.runPromise(Effect.either(Effect.flatMap(SvcClient, use)))
+
+    // Read with U+FFFD in place of the byte, the id would be another order's, well formed and wrong.
+    const placed = await client((c) => c.placeLimit({ symbol: "BTCUSDT", side: "buy", baseQty: fromString("0.01"), limitPrice: fromString("1000") }))
+    expect(placed).toMatchObject({ left: { _tag: "PlacementOutcomeUnknown", reason: "unreadable-answer", detail: expect.stringContaining("not UTF-8") } })
+    const [order] = (await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<{ clientOrderId: string }>
+    const status = await client((c) => c.orderStatus(order!.clientOrderId))
+    expect(status).toMatchObject({ left: { _tag: "DecodeError", endpoint: paths.orderStatus, field: "", detail: "the answer is not UTF-8 text" } })
+
+    // Just past the bound, through the few thousand levels where recursive readers run out of
+    // stack (a request then never ended), and far beyond.
+    const depths = [MAX_ANSWER_DEPTH + 1, ...Array.from({ length: 29 }, (_, i) => 1000 + 250 * i), 100_000]
+    for (const depth of depths) {
+      damage = depth
+      const ticker = await client((c) => c.ticker("BTCUSDT"))
+      expect(ticker, `depth ${depth}`).toMatchObject({ left: { _tag: "DecodeError", endpoint: paths.ticker, field: "", detail: `the answer nests arrays and objects deeper than ${MAX_ANSWER_DEPTH} levels` } })
+    }
+    expect(log.events("request.failed").map((line) => line.endpoint)).toEqual([paths.orderStatus, ...depths.map(() => paths.ticker)])
+
+    damage = undefined
+    expect(Either.isRight(await client((c) => c.ticker("BTCUSDT")))).toBe(true)
+    expect(await client((c) => c.orderStatus(order!.clientOrderId))).toMatchObject({ right: { clientOrderId: order!.clientOrderId } })
+    const refused = await runtime.runPromise(Effect.flatMap(SvcClient, (c) => c.refusedAnswers))
+    expect(refused.map((answer) => answer.endpoint)).not.toContain(paths.ticker)
+    expect(refused.map((answer) => answer.endpoint)).not.toContain(paths.orderStatus)
   }, 60_000)
 })

@@ -4,8 +4,8 @@
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { LosslessNumber, parse, stringify } from "../../src/domain/Json.js"
-import { parseAnswer } from "../../src/svc/AnswerJson.js"
+import { isLosslessNumber, LosslessNumber, parse, stringify } from "../../src/domain/Json.js"
+import { MAX_ANSWER_DEPTH, nestedDeeperThan, parseAnswer } from "../../src/svc/AnswerJson.js"
 
 const outcome = (read: (text: string) => unknown, text: string): { readonly value: unknown } | "refused" => {
   try {
@@ -61,5 +61,20 @@ describe("answer JSON", () => {
       }),
       { numRuns: 1000 }
     )
+  })
+
+  it("property: tells text nested deeper than a bound from text that is not, brackets and quotes inside strings aside", () => {
+    const depthOf = (v: unknown): number =>
+      typeof v !== "object" || v === null || isLosslessNumber(v) ? 0 : 1 + Math.max(0, ...Object.values(v as object).map(depthOf))
+    fc.assert(
+      fc.property(value, fc.nat(6), fc.constantFrom("compact", "spaced"), (v, levels, spelling) => {
+        const compact = stringify(v)
+        const written = spelling === "compact" ? compact : compact.replaceAll(",", " , ").replaceAll(":", " : ")
+        expect(nestedDeeperThan(written, levels)).toBe(depthOf(v) > levels)
+      }),
+      { numRuns: 1000 }
+    )
+    expect(nestedDeeperThan(`{"fills":[${"[".repeat(100_000)}${"]".repeat(100_000)}]}`, MAX_ANSWER_DEPTH)).toBe(true)
+    expect(nestedDeeperThan(`{"note":"${"[".repeat(100)}\\\"${"{".repeat(100)}","fills":[]}`, MAX_ANSWER_DEPTH)).toBe(false)
   })
 })

@@ -234,7 +234,7 @@ describe("fills decoder", () => {
     expect(decoded.right.fills[0]!.baseQty.eq(new Decimal("0.001"))).toBe(true)
   })
 
-  it("keeps digits a double cannot hold, and refuses a time that is no safe whole number", () => {
+  it("keeps digits a double cannot hold, and refuses a time that is no safe whole number or before 1970", () => {
     const exact = `{"fills":[{"fillId":"a","clientOrderId":null,"symbol":"BTCUSDT","side":"buy","liquidity":"maker","price":0.1000000000000000055511151231257827,"baseQty":"1","quoteQty":"2","fee":"0","feeAsset":"BTC","time":1,"extra":123456789012345678901234567890}],"nextCursor":null}`
     expectSame(exact)
     const decoded = candidate(exact)
@@ -244,6 +244,9 @@ describe("fills decoder", () => {
     const late = exact.replace('"time":1,', '"time":9007199254740993,')
     expectSame(late)
     expect(candidate(late)).toMatchObject({ left: { field: "fills[0].time" } })
+    const negative = exact.replace('"time":1,', '"time":-1700000000000,')
+    expectSame(negative)
+    expect(candidate(negative)).toMatchObject({ left: { field: "fills[0].time", detail: "must not be negative" } })
   })
 
   it("names the field of the first problem, row by row", () => {
