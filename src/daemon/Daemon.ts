@@ -18,7 +18,7 @@ import { Market } from "../engine/Market.js"
 import type { EngineOptions } from "../engine/Settings.js"
 import type { OrderRow } from "../store/OrderJournal.js"
 import { defaultDialect, type Dialect } from "../svc/Dialect.js"
-import type { SvcError } from "../svc/Errors.js"
+import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { loadBudgetWeights, saveBudgetWeights } from "../store/BudgetWeights.js"
 import { Database, openDatabase } from "../store/Database.js"
@@ -547,15 +547,16 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       const svc = yield* SvcClient
       // Paper trades only on svc-venue and live never does, unless staging: decided from a public
       // read, before one signed request reaches the server.
+      // A refused answer is waited out as in the startup reconcile: the next one may read.
       const implementation = yield* svc.venueImplementation().pipe(
-        waitOutTransients("venue check", (error) => explainKeyFailure(error, baseUrl)),
+        waitOutTransients("venue check", (error) => explainKeyFailure(error, baseUrl), isRefusedAnswer),
         Effect.mapError((error) => startupFailure(error, baseUrl))
       )
       const wrongVenue = venueRefusal(config, baseUrl, implementation)
       if (wrongVenue !== undefined) return yield* new StartupError({ message: wrongVenue, exitCode: 2 })
       // Reachability, clock, permissions and the config against the venue, before anything is written.
       const problems = yield* checkAgainstVenue(config, instances).pipe(
-        waitOutTransients("key check", (error) => explainKeyFailure(error, baseUrl)),
+        waitOutTransients("key check", (error) => explainKeyFailure(error, baseUrl), isRefusedAnswer),
         Effect.mapError((error) => startupFailure(error, baseUrl))
       )
       if (problems.length > 0) {

@@ -25,13 +25,16 @@ const startupRetry = Schedule.exponential(STARTUP_RETRY_FIRST_MS).pipe(
  */
 export const waitOutTransients =
   (phase: string, explain: (error: SvcError) => string, alsoWaitOut: (error: SvcError) => boolean = () => false) =>
-  <A, E extends SvcError, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.retry(effect, {
-      while: (error) => isTransient(error) || alsoWaitOut(error),
+  <A, E extends SvcError, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+    const waitedOut = (error: SvcError) => isTransient(error) || alsoWaitOut(error)
+    return Effect.retry(effect, {
+      while: waitedOut,
       schedule: startupRetry.pipe(
         Schedule.intersect(Schedule.identity<E>()),
+        // The schedule steps before `while` is asked: an error that ends the wait must not say it waits.
         Schedule.tapOutput(([delay, error]) =>
-          logEvent("startup.waiting", { phase, reason: explain(error), error: error._tag, retryInMs: Duration.toMillis(delay) })
+          waitedOut(error) ? logEvent("startup.waiting", { phase, reason: explain(error), error: error._tag, retryInMs: Duration.toMillis(delay) }) : Effect.void
         )
       )
     })
+  }

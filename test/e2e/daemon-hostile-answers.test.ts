@@ -4,16 +4,17 @@
  * mid-run. The process stays up with its memory flat (its peak RSS is printed), health names
  * the refused answer until a readable one comes, one warn line names the endpoint and the
  * field each time, nothing malformed reaches the SQLite file, and once the proxy stops
- * rewriting the ledger equals the venue's fills.
+ * rewriting the ledger equals the venue's fills. Answers refused during the start-up checks
+ * (an HTML page where exchange-info and the wallet should be) are waited out the same way.
  */
-import { readFileSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { fromString } from "../../src/domain/Decimal.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { fundForFills, makeFills } from "../chaos/fixtures/fills.js"
-import { events, freeLoopbackPort, healthz, killAll, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
+import { events, freeLoopbackPort, healthz, killAll, paperConfig, peakRssMb, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
 import { type ProxiedAnswer, startAnswerProxy } from "../support/proxy.js"
 import { startVenue } from "../support/venue.js"
 
@@ -36,12 +37,6 @@ interface StoredFill {
   readonly base_qty: string
   readonly quote_qty: string
   readonly fee: string
-}
-
-/** The daemon's peak resident set so far, from the kernel (Linux): what the process needed at its worst. */
-const peakRssMb = (pid: number): number => {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmHWM:"))
-  return Number(/(\d+)/.exec(line ?? "")?.[1] ?? Number.NaN) / 1024
 }
 
 describe("svcbot run with hostile fills answers", () => {
@@ -139,4 +134,35 @@ describe("svcbot run with hostile fills answers", () => {
     run.child.kill("SIGTERM")
     expect(await run.exit).toBe(0)
   }, 180_000)
+
+  it("waits out refused answers during the venue and key checks, up and starting, and starts once they read", async () => {
+    const venue = await startVenue({ tape: { kind: "synthetic", seed: 7 }, tickMs: 200 })
+    cleanups.push(() => venue.close())
+    const paths = defaultDialect.paths
+    // What a misconfigured proxy in front of an exchange sends: an HTML page, with a 200.
+    const refusing = new Set<string>([paths.exchangeInfo])
+    const proxy = await startAnswerProxy(venue.url, (answer) => (refusing.has(answer.target.split("?")[0]!) ? "<html><body>502 Bad Gateway</body></html>" : undefined))
+    cleanups.push(() => proxy.close())
+    const port = await freeLoopbackPort()
+    const { configPath } = paperConfig("hostile-start", proxy.url, { health: { host: "127.0.0.1", port }, strategies: [] })
+    const run = svcbot(["run", "--config", configPath], { SVC_API_KEY: venue.keyId, SVC_API_SECRET: venue.secret })
+    const starting = (phase: string) =>
+      pollUntil(async () => {
+        if (run.child.exitCode !== null) throw new Error(`svcbot exited (${run.child.exitCode}) in the ${phase}: ${run.stderr.join("")}`)
+        const waited = events(run).some((e) => e.event === "startup.waiting" && e.phase === phase && e.error === "DecodeError")
+        const answer = await healthz(`http://127.0.0.1:${port}/healthz`)
+        return waited && answer?.status === 503 && JSON.parse(answer.body).status === "starting" ? true : undefined
+      }, 60_000, `the ${phase} waiting out a refused answer`, 100)
+
+    await starting("venue check")
+    // Exchange-info reads again, so the venue check passes; the key check, which reads the wallet too, meets the refused wallet.
+    refusing.add(paths.walletsSpot)
+    refusing.delete(paths.exchangeInfo)
+    await starting("key check")
+    expect(run.child.exitCode).toBeNull()
+    refusing.clear()
+    await waitForEvent(run, "config.loaded", 60_000)
+    run.child.kill("SIGTERM")
+    expect(await run.exit).toBe(0)
+  }, 120_000)
 })

@@ -8,7 +8,7 @@
  */
 import BetterSqlite3 from "better-sqlite3"
 import { spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -102,6 +102,12 @@ export const pollUntil = async <A>(probe: () => Promise<A | undefined>, timeoutM
     if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await delay(everyMs)
   }
+}
+
+/** A process's peak resident set so far in MB, from the kernel (Linux): what the process needed at its worst. */
+export const peakRssMb = (pid: number): number => {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmHWM:"))
+  return Number(/(\d+)/.exec(line ?? "")?.[1] ?? Number.NaN) / 1024
 }
 
 /** One read-only query against the daemon's SQLite file. */
