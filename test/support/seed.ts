@@ -14,3 +14,17 @@ export const seededRandom = (seed: number) => {
     return state / 2 ** 32
   }
 }
+
+/**
+ * The seed of one item of a run, such as the n-th answer of an endpoint: the same run seed and
+ * name always give the same one, whatever else happened in the run, and names that differ in
+ * one character give unrelated ones (FNV-1a over both, spread by murmur3's finalizer), which
+ * consecutive seeds of the generator above would not be.
+ */
+export const seedFor = (seed: number, name: string): number => {
+  let hash = 0x811c9dc5
+  for (const c of `${seed}/${name}`) hash = Math.imul(hash ^ c.charCodeAt(0), 0x01000193)
+  hash = Math.imul(hash ^ (hash >>> 16), 0x85ebca6b)
+  hash = Math.imul(hash ^ (hash >>> 13), 0xc2b2ae35)
+  return (hash ^ (hash >>> 16)) >>> 0
+}
