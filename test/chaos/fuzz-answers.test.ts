@@ -21,6 +21,7 @@ import { setTimeout as delay } from "node:timers/promises"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { fromString } from "../../src/domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../../src/domain/Json.js"
+import type { LedgerFillRow } from "../../src/engine/Portfolio.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { DEFAULT_MAX_ANSWER_BYTES } from "../../src/svc/SvcClient.js"
 import { events, freeLoopbackPort, healthz, killAll, paperConfig, peakRssMb, pollUntil, query, svcbot } from "../support/daemon.js"
@@ -259,18 +260,10 @@ const streamOf = (target: string): string => {
   return symbol === null ? url.pathname : `${url.pathname} ${symbol}`
 }
 
-interface StoredFill {
+interface StoredFill extends LedgerFillRow {
   readonly fill_id: string
   readonly client_order_id: string | null
-  readonly symbol: string
-  readonly side: string
   readonly liquidity: string
-  readonly price: string
-  readonly base_qty: string
-  readonly quote_qty: string
-  readonly fee: string
-  readonly fee_asset: string
-  readonly time: number
 }
 
 /** The fields of a fill as compared: the venue's amounts as the ledger writes them. */
