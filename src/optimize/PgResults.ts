@@ -18,8 +18,19 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Array as Arr, Clock, Effect } from "effect"
-import { RUN_COLUMNS, type ResultRow, type RunHeader, type RunRow, storedResultOf, storedRunOf } from "./Results.js"
+import { type ResultRow, type RunHeader, type RunRow, storedResultOf, storedRunOf } from "./Results.js"
 import type { Trial, TrialResult } from "./Trial.js"
+
+/** A run's columns after its id: those of `optimize_runs` in a local results file (migrations/results/0001_results.sql). */
+export const RUN_COLUMNS = `
+  created_at_ms BIGINT NOT NULL,
+  strategy TEXT NOT NULL,
+  source_hash TEXT NOT NULL,
+  data TEXT NOT NULL,
+  data_hash TEXT NOT NULL,
+  symbol TEXT NOT NULL,
+  settings TEXT NOT NULL,
+  outcome TEXT`
 
 /** One lock id for the schema's creation: workers and clients starting together must not race on CREATE TABLE. */
 const SCHEMA_LOCK = 7_301_993_041

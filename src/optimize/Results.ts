@@ -2,45 +2,20 @@
  * The results of optimisation runs, in a SQLite file of their own: one row per
  * run (its settings, and once finished its ranked candidates and walk-forward
  * folds) and one row per trial result, keyed by run id and trial key and written
- * once. The schema is this module's; the daemon's migrations never touch the file.
+ * once. Its schema is `migrations/results/`; the daemon's migrations never touch the file.
  */
 import { resolve } from "node:path"
-import BetterSqlite3 from "better-sqlite3"
+import { fileURLToPath } from "node:url"
+import type BetterSqlite3 from "better-sqlite3"
 import { Data } from "effect"
-import { createDatabaseFile } from "../store/Database.js"
+import { openDatabase } from "../store/Database.js"
 import type { MetricsJson } from "./Objective.js"
 import type { Trial, TrialResult } from "./Trial.js"
 
 export class ResultsUnavailable extends Data.TaggedError("ResultsUnavailable")<{ readonly message: string }> {}
 
-const SCHEMA_VERSION = 1
-
-/** A run's columns after its id, the same in this file and on the cluster's Postgres (BIGINT is an integer to SQLite too). */
-export const RUN_COLUMNS = `
-  created_at_ms BIGINT NOT NULL,
-  strategy TEXT NOT NULL,
-  source_hash TEXT NOT NULL,
-  data TEXT NOT NULL,
-  data_hash TEXT NOT NULL,
-  symbol TEXT NOT NULL,
-  settings TEXT NOT NULL,
-  outcome TEXT`
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS optimize_runs (
-  run_id INTEGER PRIMARY KEY AUTOINCREMENT,${RUN_COLUMNS}
-);
-CREATE TABLE IF NOT EXISTS optimize_results (
-  run_id INTEGER NOT NULL REFERENCES optimize_runs(run_id),
-  job_key TEXT NOT NULL,
-  params TEXT NOT NULL,
-  from_ms INTEGER NOT NULL,
-  to_ms INTEGER NOT NULL,
-  metrics TEXT,
-  error TEXT,
-  PRIMARY KEY (run_id, job_key)
-) WITHOUT ROWID;
-`
+/** The results file's own migrations: its schema is not the daemon's. */
+const RESULTS_MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/results/", import.meta.url))
 
 /** What a run records about itself when it starts. */
 export interface RunHeader {
@@ -140,20 +115,9 @@ export class ResultsStore implements ResultsBackend {
 
   /** Opens (creating when missing, for its owner only) the results file; refuses one written by a newer svcbot. */
   static open(path: string): ResultsStore {
-    let db: BetterSqlite3.Database | undefined
     try {
-      createDatabaseFile(path)
-      db = new BetterSqlite3(path)
-      db.pragma("journal_mode = WAL")
-      db.pragma("foreign_keys = ON")
-      db.pragma("busy_timeout = 5000")
-      const version = db.pragma("user_version", { simple: true }) as number
-      if (version > SCHEMA_VERSION) throw new Error(`it was written by a newer svcbot (schema ${version}, this one reads ${SCHEMA_VERSION})`)
-      db.exec(SCHEMA)
-      db.pragma(`user_version = ${SCHEMA_VERSION}`)
-      return new ResultsStore(db, path === ":memory:" ? path : resolve(path))
+      return new ResultsStore(openDatabase({ path, migrationsDir: RESULTS_MIGRATIONS_DIR }), path === ":memory:" ? path : resolve(path))
     } catch (cause) {
-      db?.close()
       throw new ResultsUnavailable({ message: `cannot open the results database ${path}: ${cause instanceof Error ? cause.message : String(cause)}` })
     }
   }

@@ -3,10 +3,9 @@
  * (`budget_weights`). Read before the database is opened for writing (the key
  * check comes first, and must not create the file), written by the running daemon.
  */
-import BetterSqlite3 from "better-sqlite3"
 import { createHash } from "node:crypto"
 import { existsSync } from "node:fs"
-import type { Database } from "./Database.js"
+import { type Database, openReadOnlyDatabase } from "./Database.js"
 
 /** Weights belong to a key's budget; the key id itself is not written to the file. */
 const keyRef = (keyId: string): string => createHash("sha256").update(keyId).digest("hex").slice(0, 32)
@@ -14,7 +13,7 @@ const keyRef = (keyId: string): string => createHash("sha256").update(keyId).dig
 /** The weights stored for `keyId`; none when the file or the table does not exist yet. */
 export const loadBudgetWeights = (path: string, keyId: string): ReadonlyMap<string, number> => {
   if (path === ":memory:" || !existsSync(path)) return new Map()
-  const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true })
+  const db = openReadOnlyDatabase(path)
   try {
     const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'budget_weights'").get()
     if (table === undefined) return new Map()

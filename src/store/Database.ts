@@ -2,7 +2,9 @@
  * The SQLite database: one better-sqlite3 connection (the single writer), WAL
  * journal, migrated on open and closed when its scope ends. Every state change
  * of svcbot is one `transaction`; what must be on disk before a request leaves
- * (an order marked as being sent) is made so by `syncToDisk`.
+ * (an order marked as being sent) is made so by `syncToDisk`. Every SQLite file
+ * svcbot keeps (the daemon's, the optimiser's results) is opened here, with the
+ * same pragmas and its own folder of migrations.
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Effect } from "effect"
@@ -34,6 +36,9 @@ export const createDatabaseFile = (path: string): void => {
   }
 }
 
+/** How long a statement waits for another connection's write lock before it fails. */
+const BUSY_TIMEOUT_MS = 5000
+
 const connect = (path: string): BetterSqlite3.Database => {
   createDatabaseFile(path)
   const db = new BetterSqlite3(path)
@@ -54,11 +59,24 @@ const connect = (path: string): BetterSqlite3.Database => {
   // missing from the journal, so none is sent twice and none is lost.
   db.pragma("synchronous = NORMAL")
   db.pragma("foreign_keys = ON")
-  db.pragma("busy_timeout = 5000")
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
   return db
 }
 
-/** Opens and migrates the database file outside Effect (benchmarks, inspection tools); the caller closes it. */
+/**
+ * Opens an existing database file for reading only, neither creating nor migrating it: for
+ * commands that inspect a file a daemon may be writing (they wait out its write lock).
+ */
+export const openReadOnlyDatabase = (path: string): BetterSqlite3.Database => {
+  const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true })
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  return db
+}
+
+/**
+ * Opens and migrates a database file outside Effect (the optimiser's results, benchmarks,
+ * commands); the caller closes it. `migrationsDir` defaults to the daemon's migrations.
+ */
 export const openDatabase = (options: DatabaseOptions): BetterSqlite3.Database => {
   const db = connect(options.path)
   try {
