@@ -36,7 +36,7 @@ const duration = (ms: number): string => {
   return d > 0 ? `${d} d ${h} h` : h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min` : `${Math.floor(ms / 1000)} s`
 }
 
-interface TradeRow {
+export interface TradeRow {
   readonly instance: string
   readonly symbol: string
   readonly side: RoundTrip["side"]
@@ -99,7 +99,7 @@ const tradesOf = (ledger: Ledger, instance: string, own: ReadonlyArray<FillRecor
     }
   })
 
-interface ProfitRow {
+export interface ProfitRow {
   readonly instance: string
   /** A pair, or null for the instance's total. */
   readonly symbol: string | null
@@ -162,12 +162,25 @@ const common = {
   json: Options.boolean("json").pipe(Options.withDescription("print one JSON object"))
 }
 
-const withLedger = <A>(flags: { readonly config: Option.Option<string>; readonly db: Option.Option<string> }, use: (ledger: Ledger) => A) =>
+/** `svcbot trades --json`'s document, which the console's API serves as well. */
+export const tradesReport = (db: BetterSqlite3.Database, only: { readonly instance?: string | undefined; readonly since?: number | undefined }): { readonly trades: ReadonlyArray<TradeRow> } => {
+  const ledger = readLedger(db)
+  const rows = [...byInstance(ledger.fills, only.instance)].flatMap(([instance, own]) => tradesOf(ledger, instance, own))
+  return { trades: rows.filter((t) => only.since === undefined || Date.parse(t.openedAt) >= only.since) }
+}
+
+/** `svcbot profit --json`'s document, which the console's API serves as well. */
+export const profitReport = (db: BetterSqlite3.Database, only: { readonly instance?: string | undefined }): { readonly profit: ReadonlyArray<ProfitRow> } => {
+  const ledger = readLedger(db)
+  return { profit: [...byInstance(ledger.fills, only.instance)].flatMap(([instance, own]) => profitOf(ledger, instance, own)) }
+}
+
+const withLedger = <A>(flags: { readonly config: Option.Option<string>; readonly db: Option.Option<string> }, use: (db: BetterSqlite3.Database) => A) =>
   Effect.gen(function* () {
     const { path } = yield* daemonDatabase(flags.config, flags.db)
     return yield* Effect.acquireUseRelease(
       openReadOnly(path),
-      (db) => Effect.sync(() => use(readLedger(db))),
+      (db) => Effect.sync(() => use(db)),
       (db) => Effect.sync(() => db.close())
     )
   })
@@ -178,10 +191,7 @@ export const tradesCommand = Command.make(
   (flags) =>
     Effect.gen(function* () {
       const since = Option.isSome(flags.since) ? yield* parseTime(flags.since.value, "--since") : undefined
-      const rows = yield* withLedger(flags, (ledger) =>
-        [...byInstance(ledger.fills, Option.getOrUndefined(flags.instance))].flatMap(([instance, own]) => tradesOf(ledger, instance, own))
-      )
-      const shown = rows.filter((t) => since === undefined || Date.parse(t.openedAt) >= since)
+      const { trades: shown } = yield* withLedger(flags, (db) => tradesReport(db, { instance: Option.getOrUndefined(flags.instance), since }))
       if (flags.json) return yield* Console.log(JSON.stringify({ trades: shown }))
       if (shown.length === 0) return yield* Console.log("no trades")
       yield* Console.log(
@@ -202,9 +212,7 @@ export const tradesCommand = Command.make(
 
 export const profitCommand = Command.make("profit", common, (flags) =>
   Effect.gen(function* () {
-    const rows = yield* withLedger(flags, (ledger) =>
-      [...byInstance(ledger.fills, Option.getOrUndefined(flags.instance))].flatMap(([instance, own]) => profitOf(ledger, instance, own))
-    )
+    const { profit: rows } = yield* withLedger(flags, (db) => profitReport(db, { instance: Option.getOrUndefined(flags.instance) }))
     if (flags.json) return yield* Console.log(JSON.stringify({ profit: rows }))
     if (rows.length === 0) return yield* Console.log("no fills")
     yield* Console.log(
