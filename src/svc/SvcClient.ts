@@ -3,32 +3,22 @@
  * endpoint of the spec and the Dialect.
  *
  * Request pipeline: the body is serialized once (Decimal amounts as JSON number
- * literals), those exact bytes are signed and sent. Answers are read up to
+ * literals), those exact bytes are signed and sent (Transport.ts). Answers are read up to
  * `maxAnswerBytes` (a longer one is cut off and fails with AnswerTooLarge) as UTF-8 (a
- * body that is not, or that nests deeper than MAX_ANSWER_DEPTH, fails with DecodeError),
- * parsed losslessly and decoded by the Schemas of Api.ts (fills by FillsDecoder.ts).
+ * body that is not, or that nests deeper than MAX_ANSWER_DEPTH, fails with DecodeError)
+ * and parsed losslessly. The answers read on every poll (wallets, funding, open orders,
+ * order status, placements, cancels, tickers) are decoded by the plain readers of
+ * PlainDecoder.ts, which leave anything irregular to the Schemas of Api.ts; fills by
+ * FillsDecoder.ts; exchange info, candles, depth and venue steps by the Schemas alone.
  * Failed answers become the tagged errors of Errors.ts by `code`, else by HTTP status. An
  * answer refused as malformed or too large fails its request whole and is kept as a
  * refused answer of its endpoint until the endpoint answers readably again (health).
  *
- * The wire is an undici connection pool used directly: Effect's HttpClient costs
- * more per request than the exchange itself. Effect keeps what is around it: the
- * pool's lifetime (a scoped Dispatcher), the budget, retries, deadlines and errors.
- *
- * Retry policy:
- * - API_KEY_TIMESTAMP_INVALID: learn the clock offset from `server_time_ms`, retry
- *   with a fresh timestamp and signature (any method: the request was refused); a
- *   second refusal corrects once more only if the server's clock stepped meanwhile.
- * - GETs and cancels retry on 5xx and network errors with capped jittered backoff;
- *   every attempt is signed anew, since a resent non-GET signature is a replay.
- * - A placement is never retried once it may have reached the server (timeout,
- *   reset, 5xx, unreadable 202): it fails with PlacementOutcomeUnknown for
- *   reconciliation. Only a connection that never opened is a plain NetworkError.
+ * What follows a failed attempt (a retry, a clock correction, reconciliation or the
+ * failure) is decided by `decideRetry` of Retry.ts; admission by the Budget.
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import type { Dispatcher } from "@effect/platform-node/Undici"
-import { isUtf8 } from "node:buffer"
-import { type Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, type Scope, Stream } from "effect"
+import { type Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
@@ -58,12 +48,11 @@ import type { Dialect, Side } from "./Dialect.js"
 import {
   AnswerTooLarge,
   DecodeError,
-  errorCodeOf,
   fromFailedAnswer,
   isAccountBlock,
   isOrderNotOpen,
-  NetworkError,
-  PlacementOutcomeUnknown,
+  isRefusedAnswer,
+  type PlacementOutcomeUnknown,
   type PlacementRequest,
   type RefusedAnswer,
   type SvcError
@@ -73,21 +62,23 @@ import { plainDecoderFor, Shapes } from "./PlainDecoder.js"
 import { decodeFillsPage, parseFillsAnswer } from "./FillsDecoder.js"
 import { VENUE_IMPLEMENTATION_HEADER, VENUE_STEPS_PATH } from "./VenueIdentity.js"
 import { Scope as KeyScope } from "./ErrorCodes.js"
+import {
+  afterDecision,
+  decideRetry,
+  defaultRetryOptions,
+  type FailedAttempt,
+  initialRetryState,
+  jitteredDelayMs,
+  type RequestKind,
+  type RetryOptions
+} from "./Retry.js"
 import { ServerClock } from "./ServerClock.js"
 import { keySigner } from "./Signer.js"
+import { headerOf, makeTransport, noAnswerReason, type Reply } from "./Transport.js"
 
 const WalletRowList = Schema.Array(WalletRow)
 const FundingRowList = Schema.Array(FundingRow)
 const OpenOrderList = Schema.Array(OpenOrder)
-
-export interface RetryOptions {
-  /** Retries of a GET or cancel after a 5xx or network error. */
-  readonly maxRetries: number
-  readonly baseDelayMs: number
-  readonly maxDelayMs: number
-}
-
-export const defaultRetryOptions: RetryOptions = { maxRetries: 3, baseDelayMs: 100, maxDelayMs: 2000 }
 
 /**
  * The default bound on an answer's body. The largest legitimate answer is a fills page:
@@ -154,14 +145,12 @@ export interface CandlesQuery {
   readonly before?: number
 }
 
-type Kind = "public" | "read" | "placement" | "cancel"
-
 interface Call<A> {
   readonly method: "GET" | "POST"
   readonly path: string
   readonly query?: ReadonlyArray<readonly [string, string | number | undefined]>
   readonly body?: Readonly<Record<string, unknown>>
-  readonly kind: Kind
+  readonly kind: RequestKind
   /** The order type of a placement, for PlacementOutcomeUnknown. */
   readonly orderType?: PlacementRequest["type"]
   readonly priority: Priority
@@ -173,28 +162,8 @@ interface Call<A> {
   readonly expected?: (error: SvcError) => boolean
 }
 
-/** How one attempt ended: its answer decoded, or what the retry policy needs to decide. */
-type Attempt<A> =
-  | { readonly _tag: "Decoded"; readonly value: A }
-  | {
-      readonly _tag: "Answered"
-      readonly status: number
-      readonly json: unknown
-      readonly error: SvcError | undefined
-      /** Why a successful answer could not be read (set exactly when `error` is not). */
-      readonly unreadable: RefusedAnswer | undefined
-      readonly sentAtMs: number
-      readonly sentAtLocalMs: number
-      readonly receivedAtLocalMs: number
-      readonly header: (name: string) => string | undefined
-    }
-  | { readonly _tag: "Lost"; readonly reason: "timeout" | "connection"; readonly neverSent: boolean; readonly detail: string; readonly sentAtMs: number }
-
-/** Error codes of a connection that was never opened: nothing reached the server. */
-/** A clock that steps while a corrected retry is in flight is followed once more, never further. */
-const MAX_CLOCK_CORRECTIONS = 2
-
-const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
+/** How one attempt ended: its answer decoded, or what the retry decision needs. */
+type Attempt<A> = { readonly _tag: "Decoded"; readonly value: A } | FailedAttempt
 
 const retryAfterSeconds = (text: string | undefined): number | undefined => {
   if (text === undefined || !/^\s*\d+\s*$/.test(text)) return undefined
@@ -208,9 +177,6 @@ const queryString = (query: Call<unknown>["query"]): string => {
   const text = params.toString()
   return text === "" ? "" : `?${text}`
 }
-
-const placementRequestOf = (type: PlacementRequest["type"], body: Readonly<Record<string, unknown>>): PlacementRequest =>
-  ({ type, ...body }) as PlacementRequest
 
 /** What one call puts on the wire, prepared once and sent by every attempt. */
 interface Wire {
@@ -226,186 +192,12 @@ const LOST: Outcome = { _tag: "Lost" }
 /** Public reads carry no key headers (and, being GETs, no body). */
 const UNSIGNED_HEADERS: Readonly<Record<string, string>> = {}
 
-const unknownPlacement = (call: Call<unknown>, reason: PlacementOutcomeUnknown["reason"], detail: string, sentAtMs: number) =>
-  new PlacementOutcomeUnknown({
-    endpoint: call.path,
-    request: placementRequestOf(call.orderType ?? "limit", call.body ?? {}),
-    sentAtMs,
-    reason,
-    detail
-  })
-
-type IncomingHttpHeaders = Dispatcher.ResponseData["headers"]
-
-/**
- * What came back for one request off the wire: an answer (its `text` undefined when the body
- * is not UTF-8), one whose body ran past the limit (`TooLarge`: its status and headers, not
- * its body), or why there was none (`answered` when the status line came but the body did not).
- */
-type Reply =
-  | { readonly _tag: "Answer"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly text: string | undefined }
-  | { readonly _tag: "TooLarge"; readonly status: number; readonly headers: IncomingHttpHeaders }
-  | { readonly _tag: "NoAnswer"; readonly answered: boolean; readonly cause: unknown }
-
-/**
- * The body as text, as undici's `body.text()` reads it: UTF-8, a byte order mark skipped; or
- * undefined when it is not UTF-8. Decoding would put U+FFFD in place of the bad bytes, and an
- * id read that way (a clientOrderId, a fillId) is another id, well formed and wrong.
- */
-const utf8Text = (chunks: ReadonlyArray<Buffer>): string | undefined => {
-  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
-  if (!isUtf8(bytes)) return undefined
-  const start = bytes.length > 2 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0
-  return bytes.toString("utf8", start)
-}
-
 /** Why an answer's text is not read at all (it is refused whole), or undefined when it is read. */
 const whyUnreadable = (text: string | undefined): string | undefined => {
   if (text === undefined) return "the answer is not UTF-8 text"
   return nestedDeeperThan(text, MAX_ANSWER_DEPTH) ? `the answer nests arrays and objects deeper than ${MAX_ANSWER_DEPTH} levels` : undefined
 }
 
-/**
- * One request on an undici pool, as a dispatch handler. Dispatching directly skips
- * the response stream, promise chain and AbortSignal of `request()`, which cost as
- * much as the rest of a request; an answer (a small JSON document) is collected in
- * memory and handed over once. `abort` works before the request reached a socket
- * too: undici hands over the request's controller only then, so the abort is
- * passed on when it does.
- *
- * At most `maxBytes` of a body are kept: one that says it is longer (Content-Length)
- * or runs longer is aborted there, which closes its connection, so a peer that
- * streams without end costs no more memory than the limit.
- */
-class Exchange implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined
-  private aborted: Error | undefined
-  private done: ((reply: Reply) => void) | undefined
-  private status = 0
-  private headers: IncomingHttpHeaders = {}
-  private chunks: Array<Buffer> = []
-  private received = 0
-
-  constructor(private readonly maxBytes: number) {}
-
-  send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, done: (reply: Reply) => void): void {
-    this.done = done
-    dispatcher.dispatch(options, this)
-  }
-
-  abort(): void {
-    if (this.aborted !== undefined) return
-    this.aborted = new Error("request aborted")
-    this.controller?.abort(this.aborted)
-    this.finish({ _tag: "NoAnswer", answered: this.status !== 0, cause: this.aborted })
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller
-    if (this.aborted !== undefined) controller.abort(this.aborted)
-  }
-
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    this.status = statusCode
-    this.headers = headers
-    const declared = Number(headers["content-length"])
-    if (declared > this.maxBytes) this.cutOff(controller)
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.received += chunk.length
-    if (this.received > this.maxBytes) this.cutOff(controller)
-    else this.chunks.push(chunk)
-  }
-
-  onResponseEnd(): void {
-    this.finish({ _tag: "Answer", status: this.status, headers: this.headers, text: utf8Text(this.chunks) })
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.finish({ _tag: "NoAnswer", answered: this.status !== 0, cause: error })
-  }
-
-  /** Stops reading an answer past the limit: what was kept is dropped and the connection closed. */
-  private cutOff(controller: Dispatcher.DispatchController): void {
-    if (this.done === undefined) return
-    this.chunks = []
-    this.finish({ _tag: "TooLarge", status: this.status, headers: this.headers })
-    controller.abort(new Error(`answer larger than ${this.maxBytes} bytes`))
-  }
-
-  private finish(reply: Reply): void {
-    const done = this.done
-    this.done = undefined
-    done?.(reply)
-  }
-}
-
-const headerOf =
-  (headers: IncomingHttpHeaders) =>
-  (name: string): string | undefined => {
-    const value = headers[name.toLowerCase()]
-    return Array.isArray(value) ? value.join(", ") : value
-  }
-
-/** A request on the wire, watched for its deadline (milliseconds of the monotonic clock). */
-interface Watched {
-  readonly deadlineMs: number
-  readonly exchange: Exchange
-  /** Set by the watchdog when the deadline came first and it aborted the request. */
-  timedOut: boolean
-  /** Set when the request ended, one way or another: the watchdog leaves it alone. */
-  ended: boolean
-}
-
-/**
- * The per-request timeout, enforced by one fiber for every request of a client. A
- * timeout race per request forks two fibers and arms a timer for each, the largest
- * single cost of a request. All requests of a client share one timeout, so their
- * deadlines come in the order they started and the earliest pending one is at the
- * head of the queue. At a deadline the watchdog aborts the request, which then
- * fails and reads `timedOut` to know why.
- */
-const deadlineWatchdog: Effect.Effect<{ readonly watch: (exchange: Exchange, deadlineMs: number) => Watched }, never, Scope.Scope> =
-  Effect.gen(function* () {
-    const queue: Array<Watched> = []
-    const dropEnded = () => {
-      while (queue[0]?.ended === true) queue.shift()
-    }
-    const wake = yield* Effect.makeLatch(false)
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.gen(function* () {
-          yield* wake.await
-          const now = yield* monotonicMillis
-          dropEnded()
-          for (let overdue = queue[0]; overdue !== undefined && overdue.deadlineMs <= now; overdue = queue[0]) {
-            queue.shift()
-            overdue.timedOut = true
-            overdue.ended = true
-            overdue.exchange.abort()
-            dropEnded()
-          }
-          const next = queue[0]
-          if (next === undefined) wake.unsafeClose()
-          else yield* Effect.sleep(next.deadlineMs - now)
-        })
-      )
-    )
-    return {
-      watch: (exchange: Exchange, deadlineMs: number): Watched => {
-        dropEnded()
-        const watched: Watched = { deadlineMs, exchange, timedOut: false, ended: false }
-        queue.push(watched)
-        wake.unsafeOpen()
-        return watched
-      }
-    }
-  })
-
-const monotonicMillisOf = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)
-
-const monotonicMillis: Effect.Effect<number> = Effect.clockWith((clock) => Effect.sync(() => monotonicMillisOf(clock)))
 
 export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
   scoped: (options: SvcClientOptions) =>
@@ -413,7 +205,6 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const dispatcher = yield* NodeHttpClient.Dispatcher
       const budget = yield* Budget
       const clock = yield* ServerClock
-      const watchdog = yield* deadlineWatchdog
       const apiKey = Redacted.value(options.apiKey)
       const apiSecret = Redacted.value(options.apiSecret)
       registerSecret(apiSecret)
@@ -423,14 +214,14 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
       const refused = new Map<string, RefusedAnswer>()
       const retry: RetryOptions = { ...defaultRetryOptions, ...options.retry }
       const baseUrl = options.baseUrl.replace(/\/+$/, "")
-      const origin = new URL(baseUrl).origin
+      const transport = yield* makeTransport(dispatcher, { origin: new URL(baseUrl).origin, requestTimeoutMs, maxAnswerBytes })
 
       const sign = keySigner(apiKey, apiSecret)
 
       /**
        * One request on the wire: admitted by the budget, signed with a fresh timestamp, sent,
        * booked and decoded. A request the budget admits at once (the common case) takes two
-       * steps of its fiber: the admission and the exchange.
+       * steps of its fiber: the admission and the request.
        */
       const attempt = <A>(call: Call<A>, wire: Wire): Effect.Effect<Attempt<A>, SvcError> =>
         Effect.clockWith((local) => {
@@ -442,8 +233,8 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
 
       /**
        * Sends one request, signed when the budget admitted it with a ticket (public reads
-       * need neither). The exchange's end is read, booked and decoded as it arrives, and the
-       * fiber resumed once with the result.
+       * need neither). Its end is read, booked and decoded as it arrives, and the fiber
+       * resumed once with the result.
        */
       const send = <A>(call: Call<A>, wire: Wire, ticket: Ticket | undefined, local: Clock.Clock): Effect.Effect<Attempt<A>> => {
         const sentAtLocalMs = local.unsafeCurrentTimeMillis()
@@ -452,29 +243,12 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
           ticket === undefined
             ? UNSIGNED_HEADERS
             : sign({ method: call.method, target: wire.target, timestamp: sentAtMs, recvWindow: dialect.recvWindowMs, body: wire.body }).headers
-        const exchange = new Exchange(maxAnswerBytes)
-        const watched = watchdog.watch(exchange, monotonicMillisOf(local) + requestTimeoutMs)
-        const options: Dispatcher.DispatchOptions = {
-          origin,
-          method: call.method,
-          path: wire.target,
-          headers,
-          body: wire.body ?? null,
-          // The deadline is the watchdog's alone.
-          headersTimeout: 0,
-          bodyTimeout: 0
-        }
-        return Effect.async<Attempt<A>>((resume) => {
-          exchange.send(dispatcher, options, (reply) => {
-            watched.ended = true
-            resume(conclude(call, ticket, reply, watched.timedOut, sentAtMs, sentAtLocalMs, local.unsafeCurrentTimeMillis()))
-          })
-          // A caller that gives up aborts the request; its end (no answer) is booked as it comes, so it is not counted in flight forever.
-          return Effect.sync(() => exchange.abort())
-        })
+        return transport.send({ method: call.method, target: wire.target, headers, body: wire.body }, local, (reply, timedOut) =>
+          conclude(call, ticket, reply, timedOut, sentAtMs, sentAtLocalMs, local.unsafeCurrentTimeMillis())
+        )
       }
 
-      /** Reads, books and decodes how one exchange ended; the effect logs what the budget has to say about it. */
+      /** Reads, books and decodes how one request ended; the effect logs what the budget has to say about it. */
       const conclude = <A>(
         call: Call<A>,
         ticket: Ticket | undefined,
@@ -485,14 +259,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         receivedAtLocalMs: number
       ): Effect.Effect<Attempt<A>> => {
         if (reply._tag === "NoAnswer") {
-          let lost: Attempt<A>
-          if (timedOut) lost = { _tag: "Lost", reason: "timeout", neverSent: false, detail: `no answer within ${requestTimeoutMs} ms`, sentAtMs }
-          else {
-            const code = errorCodeOf(reply.cause)
-            const detail = code ?? (reply.cause instanceof Error ? reply.cause.message : String(reply.cause))
-            const neverSent = !reply.answered && code !== undefined && NEVER_CONNECTED.has(code)
-            lost = { _tag: "Lost", reason: "connection", neverSent, detail, sentAtMs }
-          }
+          const lost: Attempt<A> = { _tag: "Lost", ...noAnswerReason(reply, timedOut, requestTimeoutMs), sentAtMs }
           return ticket === undefined ? Effect.succeed(lost) : Effect.as(budget.settleAt(ticket, LOST, receivedAtLocalMs), lost)
         }
         const { status } = reply
@@ -512,7 +279,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         const error =
           status >= 400 || notOk ? fromFailedAnswer({ endpoint: call.path, status, body: json, retryAfter: retryAfterSeconds(header("retry-after")) }) : undefined
         const logged = ticket === undefined ? Effect.void : budget.settleAt(ticket, { _tag: "Answered", status, header, error }, receivedAtLocalMs)
-        let answered: Attempt<A>
+        let unreadable: RefusedAnswer | undefined
         if (error === undefined) {
           const decoded: Either.Either<A, RefusedAnswer> =
             reply._tag === "TooLarge"
@@ -522,18 +289,14 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
                 : call.decode(json, sentAtMs, header)
           if (Either.isRight(decoded)) {
             if (refused.size !== 0) refused.delete(call.path)
-            answered = { _tag: "Decoded", value: decoded.right }
-          } else answered = { _tag: "Answered", status, json, error, unreadable: decoded.left, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }
-        } else answered = { _tag: "Answered", status, json, error, unreadable: undefined, sentAtMs, sentAtLocalMs, receivedAtLocalMs, header }
+            const value: Attempt<A> = { _tag: "Decoded", value: decoded.right }
+            return logged === Effect.void ? Effect.succeed(value) : Effect.as(logged, value)
+          }
+          unreadable = decoded.left
+        }
+        const answered: Attempt<A> = { _tag: "Answered", status, error, unreadable, sentAtMs, sentAtLocalMs, receivedAtLocalMs }
         return logged === Effect.void ? Effect.succeed(answered) : Effect.as(logged, answered)
       }
-
-      const backoff = (retryNumber: number): Effect.Effect<number> =>
-        Effect.map(Random.next, (jitter) => {
-          const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** retryNumber)
-          // Full jitter keeps many clients (or fibers) from retrying in step.
-          return Math.round(ceiling / 2 + (jitter * ceiling) / 2)
-        })
 
       /** Request targets of the paths sent without a query, read once: most reads have none. */
       const plainTargets = new Map<string, string>()
@@ -560,59 +323,40 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
         })
 
       /** What follows an attempt that did not end in a decoded answer: a retry, a clock correction, or the failure. */
-      const retryPolicy = <A>(call: Call<A>, wire: Wire, first: Attempt<A>): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
+      const retryPolicy = <A>(call: Call<A>, wire: Wire, first: FailedAttempt): Effect.Effect<A, SvcError | PlacementOutcomeUnknown> =>
         Effect.gen(function* () {
-          const retriable = call.method === "GET" || call.kind === "cancel"
-          let clockCorrections = 0
-          let retries = 0
-          for (let outcome = first; ; outcome = yield* attempt(call, wire)) {
+          let tried = initialRetryState
+          for (let outcome: Attempt<A> = first; ; outcome = yield* attempt(call, wire)) {
             if (outcome._tag === "Decoded") return outcome.value
-            let failure: SvcError
-            if (outcome._tag === "Lost") {
-              if (call.kind === "placement" && !outcome.neverSent) return yield* Effect.fail(unknownPlacement(call, outcome.reason, outcome.detail, outcome.sentAtMs))
-              failure = new NetworkError({ endpoint: call.path, reason: outcome.reason, detail: outcome.detail })
-            } else if (outcome.error === undefined) {
-              const unreadable = outcome.unreadable!
-              refused.set(call.path, unreadable)
-              if (call.kind === "placement") {
-                return yield* Effect.fail(unknownPlacement(call, "unreadable-answer", `HTTP ${outcome.status}: ${unreadable.message}`, outcome.sentAtMs))
+            if (outcome._tag === "Answered" && outcome.unreadable !== undefined) refused.set(call.path, outcome.unreadable)
+            const decision = decideRetry(call, outcome, tried, yield* clock.offsetMs, retry)
+            tried = afterDecision(tried, decision)
+            switch (decision._tag) {
+              case "CorrectClock":
+                yield* clock.learn(decision.serverTimeMs, decision.sentAtLocalMs, decision.receivedAtLocalMs, decision.reason)
+                continue
+              case "Retry": {
+                const delayMs = jitteredDelayMs(decision.ceilingMs, yield* Random.next)
+                yield* logEvent("request.retry", { endpoint: call.path, method: call.method, retry: decision.retry, delayMs, error: decision.error._tag })
+                yield* Effect.sleep(delayMs)
+                continue
               }
-              // The one line of a refused answer: callers that catch it do not log it again (isRefusedAnswer).
-              yield* logEvent(
-                "request.failed",
-                unreadable._tag === "DecodeError"
-                  ? { endpoint: call.path, target: wire.target, error: unreadable._tag, field: unreadable.field, detail: unreadable.detail }
-                  : { endpoint: call.path, target: wire.target, error: unreadable._tag, limitBytes: unreadable.limitBytes, detail: unreadable.message }
-              )
-              return yield* Effect.fail(unreadable)
-            } else {
-              failure = outcome.error
-              if (failure._tag === "ApiKeyTimestampInvalid" && failure.serverTimeMs !== null && clockCorrections < MAX_CLOCK_CORRECTIONS) {
-                // The first refusal always corrects. A later one corrects again only when the server's clock moved
-                // by more than this round trip can explain (it stepped while the corrected retry was in flight);
-                // otherwise the window is too tight for this link, and another retry would be refused the same way.
-                const estimateMs = failure.serverTimeMs - (outcome.sentAtLocalMs + outcome.receivedAtLocalMs) / 2
-                const moved = Math.abs(estimateMs - (yield* clock.offsetMs)) > outcome.receivedAtLocalMs - outcome.sentAtLocalMs
-                if (clockCorrections === 0 || moved) {
-                  clockCorrections += 1
-                  yield* clock.learn(failure.serverTimeMs, outcome.sentAtLocalMs, outcome.receivedAtLocalMs, failure.reason)
-                  continue
-                }
-              }
-              if (failure._tag === "ServerUnavailable" && call.kind === "placement") {
-                return yield* Effect.fail(unknownPlacement(call, "server-error", `HTTP ${failure.status}`, outcome.sentAtMs))
+              case "Reconcile":
+                return yield* Effect.fail(decision.error)
+              case "GiveUp": {
+                const failure = decision.error
+                if (isRefusedAnswer(failure)) {
+                  // The one line of a refused answer: callers that catch it do not log it again (isRefusedAnswer).
+                  yield* logEvent(
+                    "request.failed",
+                    failure._tag === "DecodeError"
+                      ? { endpoint: call.path, target: wire.target, error: failure._tag, field: failure.field, detail: failure.detail }
+                      : { endpoint: call.path, target: wire.target, error: failure._tag, limitBytes: failure.limitBytes, detail: failure.message }
+                  )
+                } else if (call.expected?.(failure) !== true) yield* logFailure(failure)
+                return yield* Effect.fail(failure)
               }
             }
-            const transient = failure._tag === "NetworkError" || failure._tag === "ServerUnavailable"
-            if (transient && retriable && retries < retry.maxRetries) {
-              const delayMs = yield* backoff(retries)
-              retries += 1
-              yield* logEvent("request.retry", { endpoint: call.path, method: call.method, retry: retries, delayMs, error: failure._tag })
-              yield* Effect.sleep(delayMs)
-              continue
-            }
-            if (call.expected?.(failure) !== true) yield* logFailure(failure)
-            return yield* Effect.fail(failure)
           }
         })
 
