@@ -23,8 +23,9 @@ import { SvcClient } from "../svc/SvcClient.js"
 import { Books } from "./Books.js"
 import { EngineBus, type PlacementBlock } from "./EngineBus.js"
 import { Market } from "./Market.js"
-import { startOfUtcDay, stillHeld } from "./Portfolio.js"
-import { type Approved, assess, type PairRules, type Refused, type RefusalReason } from "./Risk.js"
+import { startOfUtcDay } from "./Portfolio.js"
+import { type Approved, type PairRules, type Refused, type RefusalReason } from "./Risk.js"
+import { type BatchInputs, decideBatch } from "./RiskBatch.js"
 import { EngineSettings } from "./Settings.js"
 
 export type SubmitResult =
@@ -128,41 +129,6 @@ type Decision =
   | { readonly _tag: "RiskRefused"; readonly intentId: string; readonly tag: string; readonly refused: Refused }
   | { readonly _tag: "CancelRefused"; readonly result: SubmitResult }
   | { readonly _tag: "Cancel"; readonly result: SubmitResult; readonly marked: OrderRow | undefined }
-
-const addTo = (map: Map<string, Decimal>, key: string, amount: Decimal) => map.set(key, (map.get(key) ?? ZERO).plus(amount))
-
-/**
- * A strategy's unfinished orders through one batch of intents, with what its risk checks read
- * kept up as orders join, in the order they joined (the same sums a fold over the list gives),
- * instead of folded again over every order for each intent.
- */
-const ownOrders = (afterFills: ReadonlyMap<string, Decimal> | undefined) => {
-  const rows: Array<OrderRow> = []
-  const tags = new Set<string>()
-  /** Per symbol an intent was checked for: the open notional as its pair and last price value it, over the first `counted` orders. */
-  const notional = new Map<string, { sum: Decimal; counted: number }>()
-  /** The instance's own free balances: its allocation moved by its fills, less what its unfinished orders still hold. */
-  const free = new Map(afterFills)
-  return {
-    add: (order: OrderRow) => {
-      rows.push(order)
-      if (order.tag !== null) tags.add(order.tag)
-      if (afterFills !== undefined && order.lockAsset !== null && order.lockAmount !== null) addTo(free, order.lockAsset, stillHeld(order).neg())
-    },
-    count: () => rows.length,
-    hasTag: (tag: string) => tags.has(tag),
-    free: (asset: string): Decimal => free.get(asset) ?? ZERO,
-    notional: (symbol: string, quote: string | undefined, lastPrice: Decimal | undefined): Decimal => {
-      const entry = notional.get(symbol) ?? { sum: ZERO, counted: 0 }
-      for (; entry.counted < rows.length; entry.counted++) {
-        const o = rows[entry.counted]!
-        entry.sum = entry.sum.plus(o.lockAsset === quote ? (o.lockAmount ?? ZERO) : (o.lockAmount ?? ZERO).mul(o.limitPrice ?? lastPrice ?? ZERO))
-      }
-      notional.set(symbol, entry)
-      return entry.sum
-    }
-  }
-}
 
 export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
   scoped: Effect.gen(function* () {
@@ -535,7 +501,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     /** What the risk checks of a batch read from the market and the books: read once, before the batch's transaction. */
     const riskInputs = (strategyId: string, placements: ReadonlyArray<PlaceIntent>, now: number) =>
       Effect.gen(function* () {
-        const snapshot = yield* market.balances
+        const balances = yield* market.balances
         const pairs: ReadonlyMap<string, PairRules> = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
         const lastPrices = new Map<string, Decimal | undefined>()
         for (const intent of placements) {
@@ -544,14 +510,14 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
         const allocation = settings.allocations.get(strategyId)
         const lossLimited = settings.risk.dailyLossLimit !== undefined
         const figures = lossLimited || allocation !== undefined ? yield* books.figures(strategyId, pairs, now) : undefined
-        return {
-          snapshot,
+        const batch: BatchInputs = {
+          balances,
           pairs,
           lastPrices,
           dailyPnl: lossLimited ? figures!.dayPnl(yield* market.knownPrices) : ZERO,
-          allocation: allocation === undefined ? undefined : { allocated: allocation, afterFills: figures!.balances(allocation) },
-          block: yield* bus.blocked
+          allocation: allocation === undefined ? undefined : { allocated: allocation, afterFills: figures!.balances(allocation) }
         }
+        return { batch, block: yield* bus.blocked }
       })
 
     type RiskInputs = Effect.Effect.Success<ReturnType<typeof riskInputs>>
@@ -561,45 +527,21 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
      * Each check sees the orders journaled before it, in this batch too.
      */
     const decide = (j: JournalBatch, strategyId: string, intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number> | undefined, inputs: RiskInputs | undefined, now: number) => {
-      const unfinished = j.unfinished()
-      // The wallet does not show yet what orders sent since it was read will lock.
-      const reserved = new Map<string, Decimal>()
-      if (inputs !== undefined) {
-        for (const o of unfinished) {
-          if (o.lockAsset !== null && o.lockAmount !== null && (o.acceptedAt === null || o.acceptedAt >= inputs.snapshot.at)) addTo(reserved, o.lockAsset, o.lockAmount)
-        }
-      }
-      const own = ownOrders(inputs?.allocation?.afterFills)
-      for (const o of unfinished) if (o.strategyId === strategyId) own.add(o)
+      const placements = intents.filter((intent): intent is PlaceIntent => intent.type !== "cancel")
+      const assessments =
+        inputs === undefined
+          ? []
+          : decideBatch(strategyId, placements, j.unfinished(), inputs.batch, placements.map(() => blockedAt(inputs.block, now)), settings.risk)
+      let placed = 0
       return intents.map((intent, i): Decision => {
         const outboxId = outboxIds?.[i]
         if (intent.type === "cancel") return decideCancel(j, strategyId, intent.tag, outboxId, now)
-        const { snapshot, pairs, lastPrices, dailyPnl, allocation, block } = inputs!
-        const pair = pairs.get(intent.symbol)
-        const lastPrice = pair === undefined ? undefined : lastPrices.get(intent.symbol)
-        const assessment = assess(
-          intent,
-          {
-            pair,
-            lastPrice,
-            available: (asset) => (snapshot.byAsset.get(asset)?.free ?? ZERO).minus(reserved.get(asset) ?? ZERO),
-            openOrders: own.count(),
-            openNotional: own.notional(intent.symbol, pair?.quote, lastPrice),
-            tagInUse: own.hasTag(intent.tag),
-            dailyPnl,
-            placementsBlocked: blockedAt(block, now),
-            allocation: allocation === undefined ? undefined : { free: own.free, allocated: (asset) => allocation.allocated[asset] ?? ZERO }
-          },
-          settings.risk
-        )
+        const assessment = assessments[placed++]!
         if (assessment._tag === "Refused") {
           const intentId = j.journalIntent({ strategyId, tag: intent.tag, type: intent.type, body: intent, refusal: assessment.reason, now, outboxId })
           return { _tag: "RiskRefused", intentId, tag: intent.tag, refused: assessment }
         }
-        const order = journalApproved(j, strategyId, intent, assessment, now, outboxId)
-        own.add(order)
-        addTo(reserved, assessment.lock.asset, assessment.lock.amount)
-        return { _tag: "Placed", order, notional: assessment.notional }
+        return { _tag: "Placed", order: journalApproved(j, strategyId, intent, assessment, now, outboxId), notional: assessment.notional }
       })
     }
 
