@@ -13,20 +13,18 @@ import { bookFillOf, portfolio } from "../engine/Portfolio.js"
 import { type RoundTrip, roundTrips } from "../engine/RoundTrips.js"
 import { parseTime } from "./backtest.js"
 import { described } from "./Help.js"
-import { daemonDatabase, displayPrecision, type FillRecord, openReadOnly, pairsFromFees, readFills } from "./status.js"
+import { type AttributedFillRow, readAttributedFills } from "../store/FillLedger.js"
+import { storedStepSizes } from "../store/PairRules.js"
+import { daemonDatabase, displayPrecision, openReadOnly, pairsFromFees } from "./status.js"
 
 /** What the ledger says of one instance: its round trips and its profit per pair. */
 interface Ledger {
-  readonly fills: ReadonlyArray<FillRecord>
+  readonly fills: ReadonlyArray<AttributedFillRow>
   readonly precision: Precision
   readonly stepSizes: ReadonlyMap<string, Decimal>
 }
 
-const readLedger = (db: BetterSqlite3.Database): Ledger => {
-  const stored = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() !== undefined
-  const steps = stored ? (db.prepare("SELECT symbol, step_size FROM pair_rules").all() as Array<{ symbol: string; step_size: string }>) : []
-  return { fills: readFills(db), precision: displayPrecision(db), stepSizes: new Map(steps.map((r) => [r.symbol, new Decimal(r.step_size)])) }
-}
+const readLedger = (db: BetterSqlite3.Database): Ledger => ({ fills: readAttributedFills(db), precision: displayPrecision(db), stepSizes: storedStepSizes(db) })
 
 const iso = (ms: number): string => new Date(ms).toISOString()
 
@@ -54,8 +52,8 @@ export interface TradeRow {
 }
 
 /** Each instance's fills, grouped, in instance order; fills of orders no instance placed are left out. */
-const byInstance = (fills: ReadonlyArray<FillRecord>, only: string | undefined): Map<string, Array<FillRecord>> => {
-  const grouped = new Map<string, Array<FillRecord>>()
+const byInstance = (fills: ReadonlyArray<AttributedFillRow>, only: string | undefined): Map<string, Array<AttributedFillRow>> => {
+  const grouped = new Map<string, Array<AttributedFillRow>>()
   for (const fill of fills) {
     if (fill.strategy_id === null || (only !== undefined && fill.strategy_id !== only)) continue
     let own = grouped.get(fill.strategy_id)
@@ -66,7 +64,7 @@ const byInstance = (fills: ReadonlyArray<FillRecord>, only: string | undefined):
 }
 
 /** Money at the quote asset's precision and prices at the pair's tick, as the exchange lists them (else as the fills carry them). */
-const places = (ledger: Ledger, own: ReadonlyArray<FillRecord>, symbol: string) => {
+const places = (ledger: Ledger, own: ReadonlyArray<AttributedFillRow>, symbol: string) => {
   const pair = pairsFromFees(own).get(symbol)
   const ofSymbol = own.filter((f) => f.symbol === symbol)
   return {
@@ -75,7 +73,7 @@ const places = (ledger: Ledger, own: ReadonlyArray<FillRecord>, symbol: string) 
   }
 }
 
-const tradesOf = (ledger: Ledger, instance: string, own: ReadonlyArray<FillRecord>): Array<TradeRow> =>
+const tradesOf = (ledger: Ledger, instance: string, own: ReadonlyArray<AttributedFillRow>): Array<TradeRow> =>
   roundTrips(own.map(bookFillOf), pairsFromFees(own), ledger.stepSizes).map((trip) => {
     const at = places(ledger, own, trip.symbol)
     const realized = atPlaces(trip.realizedPnl, at.money)
@@ -114,11 +112,11 @@ export interface ProfitRow {
   readonly worst: string | null
 }
 
-const profitOf = (ledger: Ledger, instance: string, own: ReadonlyArray<FillRecord>): Array<ProfitRow> => {
+const profitOf = (ledger: Ledger, instance: string, own: ReadonlyArray<AttributedFillRow>): Array<ProfitRow> => {
   const lastPrices = new Map(ledger.fills.map((f) => [f.symbol, new Decimal(f.price)]))
   const pairs = pairsFromFees(own)
   const trades = tradesOf(ledger, instance, own).filter((t) => t.closedAt !== null)
-  const row = (symbol: string | null, fills: ReadonlyArray<FillRecord>): ProfitRow => {
+  const row = (symbol: string | null, fills: ReadonlyArray<AttributedFillRow>): ProfitRow => {
     const book = portfolio(fills.map(bookFillOf), pairs, lastPrices)
     const money = Math.max(0, ...[...new Set(fills.map((f) => f.symbol))].map((s) => places(ledger, own, s).money))
     const closed = trades.filter((t) => symbol === null || t.symbol === symbol)
