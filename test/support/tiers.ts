@@ -1,0 +1,75 @@
+/**
+ * Which tier each test file runs in, by what it needs rather than by its folder:
+ *
+ * - fast: pure units and strategies, in this process only (a SQLite file in a temp dir is
+ *   fine; signer.test.ts asks the openssl command for its test vectors, milliseconds). No
+ *   spawned svcbot, worker thread, venue, listening socket, browser or container.
+ * - integration: svc-venue over loopback, spawned CLIs, worker threads, a local Postgres, the
+ *   conformance suite.
+ * - slow: whole daemons run for seconds to minutes (e2e), and the chaos suite.
+ * - container: the image built and run with compose (vitest.container.config.ts).
+ *
+ * Every test file is in exactly one tier (test/unit/test-tiers.test.ts holds that), so
+ * `npm test`, which runs the tiers one after the other, runs every file.
+ */
+import { defineConfig, type ViteUserConfig } from "vitest/config"
+
+export type Tier = "fast" | "integration" | "slow" | "container"
+
+/**
+ * Files under test/unit that spawn the CLI, start worker threads or a venue, or listen on a
+ * port: they run in the integration tier, which has the time and the workers for them.
+ */
+export const UNIT_FILES_IN_INTEGRATION: ReadonlyArray<string> = [
+  "test/unit/backtest-cli.test.ts",
+  "test/unit/backtest-sweep.test.ts",
+  "test/unit/backtest-venue-parity.test.ts",
+  "test/unit/cli-help.test.ts",
+  "test/unit/cli-usage.test.ts",
+  "test/unit/health.test.ts",
+  "test/unit/ops-compose.test.ts",
+  "test/unit/ops-healthcheck.test.ts",
+  "test/unit/optimize-search.test.ts",
+  "test/unit/sign-cli.test.ts",
+  "test/unit/trades-profit.test.ts",
+  "test/unit/venue-cli.test.ts"
+]
+
+const FOLDERS: ReadonlyArray<readonly [string, Tier]> = [
+  ["test/unit/", "fast"],
+  ["strategies/", "fast"],
+  ["test/integration/", "integration"],
+  ["test/conformance/", "integration"],
+  ["test/e2e/", "slow"],
+  ["test/chaos/", "slow"],
+  ["test/container/", "container"]
+]
+
+/** The tier of a test file given relative to the checkout, or undefined for a file outside every tier's folders. */
+export const tierOf = (file: string): Tier | undefined =>
+  UNIT_FILES_IN_INTEGRATION.includes(file) ? "integration" : FOLDERS.find(([folder]) => file.startsWith(folder))?.[1]
+
+/** The include and exclude globs of a tier's vitest config, made from the same table as tierOf. */
+export const tierFiles = (tier: Tier): { readonly include: Array<string>; readonly exclude: Array<string> } => {
+  const folders = FOLDERS.filter(([, t]) => t === tier).map(([folder]) => `${folder}**/*.test.ts`)
+  return tier === "integration"
+    ? { include: [...folders, ...UNIT_FILES_IN_INTEGRATION], exclude: ["**/node_modules/**"] }
+    : { include: folders, exclude: tier === "fast" ? [...UNIT_FILES_IN_INTEGRATION, "**/node_modules/**"] : ["**/node_modules/**"] }
+}
+
+/**
+ * A tier's vitest config. `maxWorkers`: vitest's default on a 2-core machine is one file at a
+ * time, which leaves the cores idle while files wait on a daemon or a venue.
+ */
+export const tierConfig = (tier: Tier, maxWorkers: number): ViteUserConfig =>
+  defineConfig({
+    test: {
+      ...tierFiles(tier),
+      testTimeout: 60_000,
+      hookTimeout: 60_000,
+      pool: "forks",
+      maxWorkers,
+      minWorkers: 1,
+      reporters: ["default"]
+    }
+  })
