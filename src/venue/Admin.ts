@@ -10,7 +10,7 @@ import { isLosslessNumber, parse as parseJson } from "../domain/Json.js"
 import { AccountStatus, generateKeyPair, MAX_WHITELIST, Permission } from "./Accounts.js"
 import { FaultProfile } from "./Faults.js"
 import { answer, failure, fillJson, isAnswer, orderJson, VenueCode, type VenueAnswer } from "./Answers.js"
-import type { Venue } from "./Venue.js"
+import type { VenueState } from "./VenueState.js"
 
 /** Amounts in admin bodies may be decimal strings or JSON numbers, within the bounds of `fromString`. */
 const Amount = Schema.Union(Schema.String, Schema.Unknown.pipe(Schema.filter((u) => isLosslessNumber(u) || "expected an amount"))).pipe(
@@ -75,7 +75,7 @@ const plainNumbers = (value: unknown): unknown => {
 
 const noAccount = (uid: number): VenueAnswer => failure(404, VenueCode.notFound, `no account ${uid}`)
 
-const balanceRows = (venue: Venue, uid: number) =>
+const balanceRows = (venue: VenueState, uid: number) =>
   venue.engine.balances(uid).map((row) => ({ asset: row.asset, free: row.free.toFixed(), locked: row.locked.toFixed() }))
 
 const keyJson = (key: { id: string; uid: number; label: string; permissions: ReadonlyArray<string>; whitelist: ReadonlySet<string>; createdAtMs: number; expiresAtMs: number | undefined; revoked: boolean }) => ({
@@ -89,7 +89,7 @@ const keyJson = (key: { id: string; uid: number; label: string; permissions: Rea
   revoked: key.revoked
 })
 
-export const handleAdmin = (venue: Venue, method: string, path: string, query: string, raw: Uint8Array, nowMs: number): VenueAnswer => {
+export const handleAdmin = (venue: VenueState, method: string, path: string, query: string, raw: Uint8Array, nowMs: number): VenueAnswer => {
   const route = `${method} ${path}`
   const uidParam = (): number | VenueAnswer => {
     const uid = new URLSearchParams(query).get("uid")

@@ -10,7 +10,7 @@ import { devAccounts, type AccountsFile } from "./Accounts.js"
 import { DEFAULT_FOLLOW_POLL_MS, MAX_FOLLOW_POLL_MS, MIN_FOLLOW_POLL_MS } from "./Follow.js"
 import { serveVenue, VenueStartError } from "./Server.js"
 import { parseOhlcvCsv, type TapeSource } from "./Tape.js"
-import { DEFAULT_RETENTION } from "./Venue.js"
+import { DEFAULT_RETENTION } from "./VenueState.js"
 
 const readText = (path: string, what: string): Effect.Effect<string, VenueStartError> =>
   Effect.try({
