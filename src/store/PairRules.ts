@@ -27,15 +27,9 @@ export const savePairRules = (database: Database, pairs: Iterable<StoredPair>, n
     for (const pair of pairs) upsert.run(pair.symbol, pair.base, pair.quote, pair.tickSize.toFixed(), pair.stepSize.toFixed(), now)
   })
 
-/** The step size of each stored pair; none in a database from before pair rules were stored. */
-export const storedStepSizes = (db: BetterSqlite3.Database): ReadonlyMap<string, Decimal> => {
-  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() === undefined) return new Map()
-  const rows = db.prepare("SELECT symbol, step_size FROM pair_rules").all() as Array<{ symbol: string; step_size: string }>
-  return new Map(rows.map((r) => [r.symbol, new Decimal(r.step_size)]))
-}
-
-/** The precision of what the stored pairs trade; empty when the daemon has stored none yet. */
-export const storedPrecision = (db: BetterSqlite3.Database): Precision => {
+/** The stored pairs; none in a database from before pair rules were stored, or where the daemon stored none yet. */
+export const storedPairs = (db: BetterSqlite3.Database): ReadonlyArray<StoredPair> => {
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() === undefined) return []
   const rows = db.prepare("SELECT symbol, base, quote, tick_size, step_size FROM pair_rules").all() as Array<{
     symbol: string
     base: string
@@ -43,5 +37,11 @@ export const storedPrecision = (db: BetterSqlite3.Database): Precision => {
     tick_size: string
     step_size: string
   }>
-  return precisionOf(rows.map((r) => ({ symbol: r.symbol, base: r.base, quote: r.quote, tickSize: new Decimal(r.tick_size), stepSize: new Decimal(r.step_size) })))
+  return rows.map((r) => ({ symbol: r.symbol, base: r.base, quote: r.quote, tickSize: new Decimal(r.tick_size), stepSize: new Decimal(r.step_size) }))
 }
+
+/** The step size of each stored pair. */
+export const storedStepSizes = (db: BetterSqlite3.Database): ReadonlyMap<string, Decimal> => new Map(storedPairs(db).map((p) => [p.symbol, p.stepSize]))
+
+/** The precision of what the stored pairs trade. */
+export const storedPrecision = (db: BetterSqlite3.Database): Precision => precisionOf(storedPairs(db))
