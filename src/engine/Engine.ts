@@ -14,14 +14,18 @@ import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import { AccountBlock } from "./AccountBlock.js"
 import { Books } from "./Books.js"
+import { Cancels } from "./Cancels.js"
 import { EngineBus, type EngineEvent, type FillUpdate, type OrderUpdate, type PlacementBlock } from "./EngineBus.js"
 import { Execution, STOPPING, type SubmitResult } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { type Balance, Market } from "./Market.js"
+import { OrderMoves } from "./OrderMoves.js"
 import { ownBalances, type PortfolioSnapshot } from "./Portfolio.js"
 import { Reconcile } from "./Reconcile.js"
 import type { PairRules } from "./Risk.js"
+import { Sender } from "./Sender.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
 import { isRefusedAnswer } from "../svc/Errors.js"
@@ -75,6 +79,8 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
   scoped: Effect.gen(function* () {
     const journal = yield* OrderJournal
     const execution = yield* Execution
+    const sender = yield* Sender
+    const cancels = yield* Cancels
     const tracker = yield* Tracker
     const reconcile = yield* Reconcile
     const fillSync = yield* FillSync
@@ -117,8 +123,8 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
         const cancelsBy = by(0.8)
         // Every order is marked before any cancel goes out, so a stop cut short still leaves them marked
         // for the next start. Market orders are not marked: they are waited for below, filled or rejected whole.
-        const marked = (yield* Effect.forEach(yield* strategyOrders, execution.markCancel)).filter((row) => row !== undefined)
-        yield* Effect.forEach(marked, execution.sendCancel, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
+        const marked = (yield* Effect.forEach(yield* strategyOrders, cancels.mark)).filter((row) => row !== undefined)
+        yield* Effect.forEach(marked, cancels.send, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
         while ((yield* strategyOrders).some((o) => o.clientOrderId !== null) && (yield* before(cancelsBy))) {
           yield* tracker.pollOnce.pipe(until(cancelsBy))
           yield* Effect.sleep(100)
@@ -131,8 +137,8 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
         until(by(1)),
         Effect.map(Option.getOrElse(() => false))
       )
-      yield* execution.endSends
-      const report = yield* leftByStop(yield* execution.withdrawn, fillsSynced, started)
+      yield* sender.endSends
+      const report = yield* leftByStop(yield* sender.withdrawn, fillsSynced, started)
       yield* logEvent(report.left ? "engine.stop-incomplete" : "engine.stopped", { ...report, cancelOnStop: settings.cancelOnStop })
       return report
     })
@@ -273,7 +279,8 @@ const stoppableLayer = (options: EngineOptions) => {
   )
   const base = Layer.mergeAll(settings, store, EngineBus.Default)
   const reads = Layer.mergeAll(Market.Default, FillSync.Default).pipe(Layer.provideMerge(base))
-  const execution = Execution.Default.pipe(Layer.provideMerge(reads))
+  const moves = Layer.mergeAll(OrderMoves.Default, AccountBlock.Default).pipe(Layer.provideMerge(Cancels.Default), Layer.provideMerge(reads))
+  const execution = Execution.Default.pipe(Layer.provideMerge(Sender.Default), Layer.provideMerge(moves))
   const loops = Layer.mergeAll(Tracker.Default, Reconcile.Default).pipe(Layer.provideMerge(execution))
   return EngineStop.Default.pipe(Layer.provideMerge(loops))
 }

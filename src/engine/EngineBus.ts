@@ -1,7 +1,9 @@
 /**
  * What the engine tells the rest of svcbot: order updates and fills per strategy,
- * the fill-sync trigger, and whether placements are currently stopped by the
- * account's status.
+ * and whether placements are currently stopped by the account's status. Also the
+ * engine's two inner channels: the fill-sync trigger, and the tracker's poll
+ * requests (the one way another part of the engine has orders polled sooner than
+ * their schedule).
  *
  * Updates and fills travel on one bounded PubSub, numbered in the order they are
  * published, so a subscriber sees them in that order: an order's fills before the
@@ -78,7 +80,13 @@ export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
     const orderUpdate = (row: OrderRow, at: number): EngineEvent => ({ _tag: "OrderUpdate", seq: ++published, update: toUpdate(row, at) })
     // One pending trigger is enough: a sync reads everything new since the last one.
     const fillSyncTrigger = yield* Queue.sliding<void>(1)
-    const trackerWake = yield* Queue.sliding<void>(1)
+    /** Orders to poll at the tracker's next round, whatever their schedule says. */
+    let pollRequested = new Set<number>()
+    const pollWake = yield* Queue.sliding<void>(1)
+    const requestPolls = (orderIds: Iterable<number>) =>
+      Effect.sync(() => {
+        for (const orderId of orderIds) pollRequested.add(orderId)
+      })
     const block = yield* Ref.make<PlacementBlock | undefined>(undefined)
     /** Subscribes now (nothing published after this call is missed); ends with the scope. */
     const subscribe = (): Effect.Effect<Stream.Stream<EngineEvent>, never, Scope.Scope> =>
@@ -100,8 +108,22 @@ export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
         Effect.map(subscribe(), Stream.filterMap((event) => (event._tag === "Fill" ? Option.some(event.update) : Option.none()))),
       triggerFillSync: Queue.offer(fillSyncTrigger, undefined).pipe(Effect.asVoid),
       awaitFillSyncTrigger: Queue.take(fillSyncTrigger),
-      wakeTracker: Queue.offer(trackerWake, undefined).pipe(Effect.asVoid),
-      awaitTrackerWake: Queue.take(trackerWake),
+      /**
+       * Has these orders polled at the tracker's next round (within its tick): fills came for
+       * them, or the open orders no longer list them. A request for an order that is no longer
+       * live by then is dropped.
+       */
+      pollSoon: requestPolls,
+      /** Has these orders polled at once: the tracker is woken (a cancel was answered). */
+      pollNow: (orderIds: Iterable<number>) => Effect.zipRight(requestPolls(orderIds), Queue.offer(pollWake, undefined)),
+      /** The tracker's: takes the orders requested since its last round. */
+      takePollRequests: Effect.sync((): ReadonlySet<number> => {
+        const taken = pollRequested
+        pollRequested = new Set()
+        return taken
+      }),
+      /** The tracker's: waits for a request to poll at once. */
+      awaitPollNow: Queue.take(pollWake),
       block,
       blocked: Ref.get(block)
     }

@@ -8,7 +8,7 @@
 import { Clock, Effect } from "effect"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger, type LedgerFill, type PageProgress } from "../store/FillLedger.js"
-import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
+import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
 import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
@@ -32,9 +32,9 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
     const lock = yield* Effect.makeSemaphore(1)
 
     /**
-     * Tells the bus about new fills, and has their orders polled now rather than at their
-     * slow interval (a fill means the order's kind moved). A page holds many fills of few
-     * orders: each order is looked up once, and their polls are moved in one transaction.
+     * Tells the bus about new fills, and has their orders polled at the tracker's next round
+     * rather than at their slow interval (a fill means the order's kind moved). A page holds
+     * many fills of few orders: each order is looked up once.
      */
     const announce = (fresh: ReadonlyArray<LedgerFill>) =>
       Effect.gen(function* () {
@@ -43,9 +43,9 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
         for (const fill of fresh) {
           if (fill.clientOrderId !== null && !orders.has(fill.clientOrderId)) orders.set(fill.clientOrderId, yield* journal.byClientOrderId(fill.clientOrderId))
         }
-        const pollNow: Array<readonly [number, OrderPatch]> = []
-        for (const order of orders.values()) if (order !== undefined && order.nextPollAt !== null) pollNow.push([order.orderId, { nextPollAt: 0 }])
-        yield* journal.updateMany(pollNow, yield* Clock.currentTimeMillis)
+        const polled: Array<number> = []
+        for (const order of orders.values()) if (order !== undefined && order.nextPollAt !== null) polled.push(order.orderId)
+        yield* bus.pollSoon(polled)
         yield* Effect.forEach(
           fresh,
           (fill) => {

@@ -14,9 +14,10 @@ import type { OpenOrder } from "../svc/Api.js"
 import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
-import { Execution } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
 import { Market } from "./Market.js"
+import { OrderMoves } from "./OrderMoves.js"
+import { Sender } from "./Sender.js"
 import type { PlacementTerms } from "../domain/OrderTerms.js"
 import { EngineSettings } from "./Settings.js"
 
@@ -96,7 +97,8 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
     const journal = yield* OrderJournal
     const ledger = yield* FillLedger
     const fillSync = yield* FillSync
-    const execution = yield* Execution
+    const moves = yield* OrderMoves
+    const sender = yield* Sender
     const market = yield* Market
     const bus = yield* EngineBus
     const settings = (yield* EngineSettings).reconcile
@@ -155,7 +157,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
           if (decision._tag === "adopt") {
             // An answer recorded while this look was writing may have given the order to its own placement.
             if ((yield* journal.byClientOrderId(decision.found.clientOrderId)) !== undefined) continue
-            const row = yield* execution.move(
+            const row = yield* moves.move(
               decision.order.orderId,
               "accept",
               { clientOrderId: decision.found.clientOrderId, acceptedAt: now, nextPollAt: 0 },
@@ -175,7 +177,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
                 yield* bus.publishFill({ strategyId: row.strategyId, tag: row.tag, fill, late: true })
               }
             }
-          } else if ((yield* execution.move(decision.order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
+          } else if ((yield* moves.move(decision.order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
             notPlaced += 1
           }
         }
@@ -201,14 +203,11 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
           yield* logEvent("order.reconciled", { clientOrderId: row.clientOrderId, symbol: row.symbol, outcome: "external" })
         }
       }
-      let inDoubt = 0
-      for (const row of yield* journal.inStates(["accepted", "pending", "resting"])) {
-        if (row.clientOrderId !== null && !listed.has(row.clientOrderId) && (row.nextPollAt ?? 0) > now) {
-          inDoubt += 1
-          yield* journal.update(row.orderId, { nextPollAt: now }, now)
-        }
-      }
-      return { external, inDoubt }
+      const inDoubt = (yield* journal.inStates(["accepted", "pending", "resting"])).filter(
+        (row) => row.clientOrderId !== null && !listed.has(row.clientOrderId) && (row.nextPollAt ?? 0) > now
+      )
+      yield* bus.pollSoon(inDoubt.map((row) => row.orderId))
+      return { external, inDoubt: inDoubt.length }
     }))
 
     const pass = Effect.gen(function* () {
@@ -225,7 +224,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
     const loseHalfSent = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       for (const row of yield* journal.inStates(["submitting"])) {
-        yield* execution.move(row.orderId, "lose", { lostAt: now }, "the process stopped while this placement was being sent")
+        yield* moves.move(row.orderId, "lose", { lostAt: now }, "the process stopped while this placement was being sent")
       }
     })
 
@@ -257,7 +256,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
         const compared = yield* compareOpenOrders
         yield* market.refreshBalances
         const unsent = yield* journal.inStates(["intent"])
-        for (const row of unsent) yield* execution.send(row)
+        yield* sender.enqueue(unsent)
         const summary = { adopted, notPlaced, stillUnknown: report.stillUnknown, ...compared, sent: unsent.length }
         yield* logEvent("reconcile.completed", { phase: "start", ...summary })
         return summary

@@ -11,6 +11,11 @@
  * from the open orders whose fills add up to its quantity has filled: it needs
  * no status call. Polls never overlap: one that starts reads the journal as the
  * last one left it.
+ *
+ * The tracker is the only one to poll and to schedule polls. Others have an order
+ * polled sooner through the bus's poll requests (`pollSoon`, `pollNow`), served by
+ * the next round; what a round saw is moved through `OrderMoves`, and cancels still
+ * owed go to `Cancels`.
  */
 import { Clock, Effect } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
@@ -20,8 +25,9 @@ import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJour
 import { OrderKind } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
-import { Execution } from "./Execution.js"
+import { Cancels } from "./Cancels.js"
 import { FillSync } from "./FillSync.js"
+import { OrderMoves } from "./OrderMoves.js"
 import { EngineSettings } from "./Settings.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
@@ -62,7 +68,8 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
   effect: Effect.gen(function* () {
     const client = yield* SvcClient
     const journal = yield* OrderJournal
-    const execution = yield* Execution
+    const moves = yield* OrderMoves
+    const cancels = yield* Cancels
     const bus = yield* EngineBus
     const fillSync = yield* FillSync
     const ledger = yield* FillLedger
@@ -126,7 +133,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         if (open._tag === "Left" || open.right.some((o) => o.clientOrderId === row.clientOrderId) || fills.length > 0) {
           return round.reschedule.push([row.orderId, again])
         }
-        const lost = yield* execution.move(
+        const lost = yield* moves.move(
           row.orderId,
           "vanish",
           { notFoundProbes: probes },
@@ -194,12 +201,12 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         // The fills first: an update reporting them must not reach a strategy before they do.
         if (round.moves.slice(round.syncedFor).some((m) => m.progressed)) yield* syncFills
         // The round's changes are one transaction. The fills were synced above, or a sync is triggered: the moves need not ask for one.
-        const moved = yield* execution.moveMany(
+        const moved = yield* moves.moveMany(
           round.moves.map(({ row, event, patch }) => ({ orderId: row.orderId, event, patch })),
           { fillsSynced: true }
         )
         for (const row of moved) if (row !== undefined && row.cancelRequested && row.terminalAt === null) round.cancels.push(row)
-        yield* Effect.forEach(round.cancels, execution.sendCancel, { discard: true })
+        yield* Effect.forEach(round.cancels, cancels.send, { discard: true })
         yield* journal.updateMany(round.reschedule, yield* Clock.currentTimeMillis)
       })
 
@@ -239,21 +246,26 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
     const liveOrders = Effect.map(journal.inStates(["accepted", "pending", "resting"]), (rows) => rows.filter((o) => o.clientOrderId !== null))
     const nothingDue: PollReport = { due: 0, statusCalls: 0, openOrdersCalls: 0 }
 
+    /** Polls the live orders that are due, or that were asked for since the last round (a request for an order no longer live is dropped). */
     const pollOnce: Effect.Effect<PollReport> = lock.withPermits(1)(
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
+        const requested = yield* bus.takePollRequests
         const live = yield* liveOrders
-        const due = live.filter((o) => (o.nextPollAt ?? 0) <= now)
+        const due = live.filter((o) => requested.has(o.orderId) || (o.nextPollAt ?? 0) <= now)
         return due.length === 0 ? nothingDue : yield* poll(live, due)
       })
     )
 
-    /** Polls every live order of one strategy now, whenever its next poll was due. */
+    /** Polls every live order of one strategy now, whenever its next poll was due; requests for other orders wait for the next round. */
     const pollStrategy = (strategyId: string): Effect.Effect<PollReport> =>
       lock.withPermits(1)(
         Effect.gen(function* () {
+          const requested = yield* bus.takePollRequests
           const live = yield* liveOrders
           const mine = live.filter((o) => o.strategyId === strategyId)
+          const polled = new Set(mine.map((o) => o.orderId))
+          yield* bus.pollSoon([...requested].filter((orderId) => !polled.has(orderId)))
           return mine.length === 0 ? nothingDue : yield* poll(live, mine)
         })
       )
@@ -263,7 +275,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
       pollStrategy,
       loop: Effect.gen(function* () {
         for (;;) {
-          yield* Effect.race(bus.awaitTrackerWake, Effect.sleep(settings.tickMs))
+          yield* Effect.race(bus.awaitPollNow, Effect.sleep(settings.tickMs))
           yield* pollOnce
         }
       })

@@ -9,7 +9,7 @@ import { Effect, Fiber } from "effect"
 import { afterEach, describe, expect, it, vi } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { Engine } from "../../src/engine/Engine.js"
-import { Execution } from "../../src/engine/Execution.js"
+import { Cancels } from "../../src/engine/Cancels.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { engineOnVenue, eventually } from "./engine-harness.js"
 
@@ -39,12 +39,12 @@ describe("a cancel interrupted while the client retried it", () => {
 
     const cancels = vi.spyOn(venue.venue.engine, "cancel")
     cleanups.push(() => cancels.mockRestore())
-    const marked = (await engine.runtime.runPromise(Effect.flatMap(Execution, (x) => x.markCancel(resting))))!
+    const marked = (await engine.runtime.runPromise(Effect.flatMap(Cancels, (x) => x.mark(resting))))!
     expect(marked.cancelRequested).toBe(true)
     // Every request is answered 503 after a second: the client retries the cancel, and the fiber
     // sending it is interrupted meanwhile, as the stop does to a tracker round.
     await venue.admin("POST", "/_venue/faults", { latencyMs: ANSWER_MS, serverErrorRatio: 1, serverErrorStatus: 503 })
-    const first = engine.runtime.runFork(Effect.flatMap(Execution, (x) => x.sendCancel(marked)))
+    const first = engine.runtime.runFork(Effect.flatMap(Cancels, (x) => x.send(marked)))
     await sleep(ANSWER_MS * 1.5)
     expect(first.unsafePoll()).toBeNull()
     await engine.runtime.runPromise(Fiber.interrupt(first))
@@ -53,7 +53,7 @@ describe("a cancel interrupted while the client retried it", () => {
     await venue.admin("POST", "/_venue/faults", {})
     expect(cancels).not.toHaveBeenCalled()
 
-    await engine.runtime.runPromise(Effect.flatMap(Execution, (x) => x.sendCancel(marked)))
+    await engine.runtime.runPromise(Effect.flatMap(Cancels, (x) => x.send(marked)))
     expect(cancels.mock.results.map((r) => r.value)).toEqual([expect.objectContaining({ ok: true })])
     const onVenue = (await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<Record<string, unknown>>
     expect(onVenue.find((o) => o.clientOrderId === resting.clientOrderId)?.kind).toBe("cancelled")

@@ -1,0 +1,345 @@
+/**
+ * The sender: journaled placements (state `intent`) out to the service, each once.
+ * Three fibers share the work. The marker marks the next group `submitting` in one
+ * commit and syncs it to disk before any of it may go out; `sendConcurrency`
+ * senders place marked orders one at a time; the recorder writes the answers that
+ * came in one timer turn in one commit. A lost answer makes the order `unknown` for
+ * reconciliation: nothing is re-sent here.
+ *
+ * Execution enqueues what a submit journaled and the startup reconcile what a crash
+ * left unsent; the stop withdraws what no sender took yet, waits for the sender to
+ * be idle and ends the sends.
+ */
+import { Cause, Chunk, Clock, Effect, Either, Exit, FiberSet, Option, Queue } from "effect"
+import type { InvalidTransition } from "../domain/OrderState.js"
+import { logEvent } from "../log/Logger.js"
+import { Database } from "../store/Database.js"
+import { type Move, OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import type { Accepted } from "../svc/Api.js"
+import { ErrorCode } from "../svc/ErrorCodes.js"
+import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
+import { SvcClient } from "../svc/SvcClient.js"
+import { AccountBlock, blockOf, STOPPING } from "./AccountBlock.js"
+import { Cancels } from "./Cancels.js"
+import type { PlacementBlock } from "./EngineBus.js"
+import { OrderMoves } from "./OrderMoves.js"
+import { EngineSettings } from "./Settings.js"
+
+const WITHDRAWN = "withdrawn: the engine stopped before this placement was sent"
+
+type Outcome = Exit.Exit<Accepted, SvcError | PlacementOutcomeUnknown>
+
+/** Answers that prove the placement was not accepted; anything else leaves its outcome unknown. */
+const refusalCode = (error: SvcError): string | undefined => {
+  switch (error._tag) {
+    case "NetworkError":
+    case "ServerUnavailable":
+    case "DecodeError":
+    case "AnswerTooLarge":
+      return undefined
+    case "RequestInvalid":
+      return error.code ?? `HTTP_${error.status}`
+    case "RateLimited":
+      return ErrorCode.rateLimited
+    case "CircuitOpen":
+      return "CIRCUIT_OPEN"
+    case "AuthBlocked":
+      return ErrorCode.authBlocked
+    case "ApiKeyMalformed":
+      return ErrorCode.apiKeyMalformed
+    case "ApiKeyTimestampInvalid":
+      return ErrorCode.apiKeyTimestampInvalid
+    case "ApiKeyReplayed":
+      return ErrorCode.apiKeyReplayed
+    case "ApiKeyInvalid":
+      return ErrorCode.apiKeyInvalid
+    case "ApiKeyNotPermitted":
+      return ErrorCode.apiKeyNotPermitted
+    case "AccountFrozen":
+      return ErrorCode.accountFrozen
+    case "GeoRestrictedIp":
+      return ErrorCode.geoRestrictedIp
+    case "LegalAcceptanceRequired":
+      return ErrorCode.legalAcceptanceRequired
+  }
+}
+
+/** Placements handed to the sender whose outcome is not recorded yet; `idle` is open while there are none. */
+const makeOutstanding = Effect.map(Effect.makeLatch(true), (idle) => {
+  let count = 0
+  return {
+    add: (n: number) => {
+      if (count === 0) idle.unsafeClose()
+      count += n
+    },
+    done: (n: number) => {
+      count -= n
+      if (count === 0) idle.unsafeOpen()
+    },
+    awaitIdle: idle.await
+  }
+})
+
+/** What the service answered to placements, waiting to be recorded together; `arrived` wakes the recorder. */
+const makeAnswers = Effect.map(Queue.sliding<void>(1), (wake) => {
+  let waiting: Array<{ readonly order: OrderRow; readonly outcome: Outcome; readonly at: number }> = []
+  return {
+    push: (order: OrderRow, outcome: Outcome, at: number) =>
+      Effect.zipRight(
+        Effect.sync(() => waiting.push({ order, outcome, at })),
+        Queue.offer(wake, undefined)
+      ),
+    takeAll: () => {
+      const taken = waiting
+      waiting = []
+      return taken
+    },
+    arrived: Queue.take(wake)
+  }
+})
+
+export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
+  scoped: Effect.gen(function* () {
+    const client = yield* SvcClient
+    const journal = yield* OrderJournal
+    const database = yield* Database
+    const moves = yield* OrderMoves
+    const cancels = yield* Cancels
+    const accountBlock = yield* AccountBlock
+    const settings = yield* EngineSettings
+    /** Groups being released to the senders once synced. */
+    const releases = yield* FiberSet.make()
+    const outstanding = yield* makeOutstanding
+    const answers = yield* makeAnswers
+
+    const place = (row: OrderRow): Effect.Effect<Accepted, SvcError | PlacementOutcomeUnknown> => {
+      const base = { symbol: row.symbol, side: row.side }
+      switch (row.type) {
+        case "limit":
+          return client.placeLimit({ ...base, baseQty: row.baseQty!, limitPrice: row.limitPrice! })
+        case "stop-limit":
+          return client.placeStopLimit({ ...base, baseQty: row.baseQty!, limitPrice: row.limitPrice!, stopPrice: row.stopPrice! })
+        case "market":
+          return row.side === "buy"
+            ? client.placeMarket({ symbol: row.symbol, side: "buy", quoteOrderQty: row.quoteOrderQty!, maxSlippageBps: row.maxSlippageBps! })
+            : client.placeMarket({ symbol: row.symbol, side: "sell", baseQty: row.baseQty!, maxSlippageBps: row.maxSlippageBps! })
+      }
+    }
+
+    // The marker's state: what waits to be marked, what is marked and waits for a sender, and the stop.
+    /** Marked placements not yet taken by a sender when the next group may be marked: a group is synced while half of one is still to go out. */
+    const markAhead = Math.max(1, Math.floor(settings.execution.markGroupSize / 2))
+    /** Placements journaled (state `intent`) and waiting to be marked, in journal order. */
+    const awaitingMark: Array<number> = []
+    /** Placements marked and synced to disk, waiting for a sender. */
+    const readyToSend = yield* Queue.unbounded<OrderRow>()
+    /** Placements marked and not yet taken by a sender. */
+    let markedWaiting = 0
+    const markerWake = yield* Queue.sliding<void>(1)
+    /** Set when the engine stops: from then on no placement is handed to a sender; each is withdrawn instead. */
+    let withdrawing = false
+    /** Placements withdrawn since the stop began: at its call, and by a group or a submit that was under way then. */
+    let withdrawnCount = 0
+    /** Marking a group and withdrawing take turns: a placement is either marked and sent, or withdrawn unsent, never both. */
+    const marking = yield* Effect.makeSemaphore(1)
+
+    /**
+     * Ends placements that never reached a sender as `refused` with code STOPPING, in one commit:
+     * nothing of them was sent, so the next start has nothing to send or reconcile for them.
+     */
+    const withdraw = (rows: ReadonlyArray<OrderRow>): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        if (rows.length === 0) return
+        const now = yield* Clock.currentTimeMillis
+        const withdrawals = rows.map((row): Move => ({ orderId: row.orderId, event: "withdraw", patch: { code: STOPPING }, detail: WITHDRAWN }))
+        // A write that fails (a full disk) must not stop the stop: the rows stay as they were, and its report counts them.
+        const written = yield* Effect.exit(journal.transitionMany(withdrawals, now))
+        if (Exit.isFailure(written)) {
+          yield* logEvent("reconcile.mismatch", {
+            problem: `${rows.length} placements could not be withdrawn in the journal: an intent among them is sent by the next start, a submitting one reconciled`,
+            detail: Cause.pretty(written.cause)
+          })
+          return
+        }
+        const withdrawn: Array<OrderRow> = []
+        for (const [i, m] of withdrawals.entries()) {
+          const outcome = written.value[i]!
+          if (outcome._tag === "Left") yield* moves.refused(m.orderId, outcome.left, m.detail)
+          else withdrawn.push(outcome.right)
+        }
+        withdrawnCount += withdrawn.length
+        yield* moves.announce(withdrawn, withdrawn.map(() => WITHDRAWN), now, true)
+      })
+
+    /**
+     * Withdraws every placement not handed to a sender yet: marked ones waiting for a sender,
+     * queued ones waiting to be marked, and journaled ones never queued (a submit interrupted
+     * between its commit and its queueing). Runs holding `marking`, so no group is half marked.
+     */
+    const withdrawWaiting = Effect.gen(function* () {
+      const taken = Chunk.toReadonlyArray(yield* Queue.takeAll(readyToSend))
+      markedWaiting -= taken.length
+      const queued = awaitingMark.splice(0).length
+      yield* withdraw([...taken, ...(yield* journal.inStates(["intent"]))])
+      outstanding.done(taken.length + queued)
+    })
+
+    /**
+     * Hands the placements of a marked group to the senders once the commit is on disk: after a
+     * power loss the journal still knows they may have been sent.
+     */
+    const release = (group: ReadonlyArray<number>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number) =>
+      Effect.gen(function* () {
+        yield* database.syncToDisk
+        const marked: Array<OrderRow> = []
+        for (const [i, orderId] of group.entries()) {
+          const outcome = moved[i]!
+          if (outcome._tag === "Right") {
+            marked.push(outcome.right)
+          } else {
+            markedWaiting -= 1
+            outstanding.done(1)
+            yield* moves.refused(orderId, outcome.left, undefined)
+          }
+        }
+        yield* moves.announce(marked, [], now, false)
+        // Only now may any of them be sent, unless the engine began to stop while the commit was synced.
+        yield* marking.withPermits(1)(
+          Effect.suspend(() => {
+            if (!withdrawing) return Queue.offerAll(readyToSend, marked)
+            markedWaiting -= marked.length
+            return Effect.zipRight(withdraw(marked), Effect.sync(() => outstanding.done(marked.length)))
+          })
+        )
+        // No sender will take the ones refused: room for the next group is made here.
+        if (marked.length < group.length) yield* Queue.offer(markerWake, undefined)
+      })
+
+    /**
+     * Marks the next group of placements `submitting` in one commit and syncs it to disk off the
+     * event loop, while the group before goes out. At most `markGroupSize` placements are marked
+     * and not yet sent: a crash leaves at most those and the sends in flight marked, each resolved
+     * by reconciliation (`unknown`, then found or proven not placed).
+     */
+    const markNextGroup = Effect.gen(function* () {
+      // A placement queued after the stop began (its submit was under way) is withdrawn like the others.
+      if (withdrawing) return yield* withdrawWaiting
+      if (markedWaiting > markAhead || awaitingMark.length === 0) return
+      const group = awaitingMark.splice(0, settings.execution.markGroupSize - markedWaiting)
+      markedWaiting += group.length
+      const now = yield* Clock.currentTimeMillis
+      const moved = yield* journal.transitionMany(
+        group.map((orderId) => ({ orderId, event: "send" as const, patch: { sentAt: now } })),
+        now
+      )
+      yield* FiberSet.run(releases, Effect.uninterruptible(release(group, moved, now)))
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(marking.withPermits(1)(markNextGroup)))))
+
+    /** The move that records what the service answered to a placement, and the block its refusal tells of, if any. */
+    const moveOfAnswer = (order: OrderRow, outcome: Outcome, at: number): { readonly move: Move; readonly block?: PlacementBlock | undefined } => {
+      const { orderId } = order
+      if (Exit.isSuccess(outcome)) {
+        // Settlement takes a moment; the first poll waits one fast interval so that new orders are polled together.
+        return { move: { orderId, event: "accept", patch: { clientOrderId: outcome.value.clientOrderId, acceptedAt: at, nextPollAt: at + settings.tracker.fastPollMs } } }
+      }
+      const failure = Cause.failureOption(outcome.cause)
+      // A defect in the client leaves the outcome as unknown as a lost answer: reconciliation finds out.
+      if (Option.isNone(failure)) return { move: { orderId, event: "lose", patch: { lostAt: at }, detail: Cause.pretty(outcome.cause) } }
+      const error = failure.value
+      // The local clock when the answer came is no earlier than the request was signed: the absence window counts from there.
+      if (error._tag === "PlacementOutcomeUnknown") return { move: { orderId, event: "lose", patch: { lostAt: at }, detail: `${error.reason}: ${error.detail}` } }
+      const code = refusalCode(error)
+      if (code === undefined) return { move: { orderId, event: "lose", patch: { lostAt: at }, detail: error.message } }
+      return { move: { orderId, event: "refuse", patch: { code }, detail: error.message }, block: blockOf(error) }
+    }
+
+    /**
+     * Records the answers that came since the last time in one commit. An acceptance needs no
+     * sync (a power loss that drops it leaves the order `submitting`, found again by
+     * reconciliation), so a commit per answer would only cost time.
+     */
+    const recordAnswers = Effect.gen(function* () {
+      const group = answers.takeAll()
+      if (group.length === 0) return
+      const recorded: Array<Move> = []
+      // In the order they came: an acceptance shows that a block was resolved, a refusal may tell of a new one.
+      let block = yield* accountBlock.current
+      for (const { order, outcome, at } of group) {
+        const answer = moveOfAnswer(order, outcome, at)
+        recorded.push(answer.move)
+        if (answer.move.event === "accept" && block !== undefined && block.code !== STOPPING) {
+          block = undefined
+          yield* accountBlock.lifted
+        } else if (answer.block !== undefined) {
+          block = answer.block
+          yield* accountBlock.noted(answer.block)
+        }
+      }
+      // A write that fails (a full disk) must not stop the recording of later answers.
+      const written = yield* Effect.exit(moves.moveMany(recorded))
+      if (Exit.isSuccess(written)) {
+        // Its cancel was asked for while the placement was on the wire: the order has a name to cancel by now.
+        for (const row of written.value) if (row?.state === "accepted" && row.cancelRequested) yield* cancels.sendInBackground(row)
+      } else {
+        yield* logEvent("reconcile.mismatch", {
+          problem: `the answers to ${group.length} placements could not be written to the journal: they stay submitting until the next start reconciles them`,
+          detail: Cause.pretty(written.cause)
+        })
+      }
+      outstanding.done(group.length)
+    })
+    // One timer turn gathers the answers of the requests in flight that came meanwhile.
+    yield* Effect.forkScoped(Effect.forever(answers.arrived.pipe(Effect.zipRight(Effect.sleep(0)), Effect.zipRight(Effect.uninterruptible(recordAnswers)))))
+
+    /** A marked placement took its send slot; when few marked ones are left, the next group may be marked. */
+    const slotTaken = Effect.suspend(() => {
+      markedWaiting -= 1
+      return markedWaiting <= markAhead ? Queue.offer(markerWake, undefined) : Effect.void
+    })
+
+    /** One of `sendConcurrency` senders: sends marked placements one at a time, each once, and leaves the answer to be recorded. */
+    const sender = Effect.forever(
+      Effect.gen(function* () {
+        const order = yield* Queue.take(readyToSend)
+        yield* slotTaken
+        const outcome = yield* Effect.exit(place(order))
+        yield* answers.push(order, outcome, yield* Clock.currentTimeMillis)
+      })
+    )
+    const senders = yield* FiberSet.make()
+    for (let i = 0; i < settings.execution.sendConcurrency; i++) yield* FiberSet.run(senders, sender)
+
+    return {
+      /** Queues journaled placements (state `intent`) to be marked, synced and sent, each once. */
+      enqueue: (orders: ReadonlyArray<OrderRow>): Effect.Effect<void> =>
+        Effect.suspend(() => {
+          if (orders.length === 0) return Effect.void
+          outstanding.add(orders.length)
+          for (const order of orders) awaitingMark.push(order.orderId)
+          return Queue.offer(markerWake, undefined)
+        }),
+      /**
+       * Withdraws every placement not yet handed to a sender (`refused`, code STOPPING), now and
+       * whenever a submit under way queues one later. Placements a sender has taken may be on the
+       * wire: they are left to their answer, or to reconciliation.
+       */
+      withdraw: marking.withPermits(1)(
+        Effect.suspend(() => {
+          withdrawing = true
+          return withdrawWaiting
+        })
+      ),
+      /** Waits until every placement queued so far has its answer recorded (a withdrawn one needs none). */
+      awaitIdle: Effect.zipRight(outstanding.awaitIdle, FiberSet.awaitEmpty(releases)),
+      /**
+       * Ends the senders at the end of a stop and records the answers already heard: from then on
+       * nothing of this run moves a placement, so the stop's account of the journal stays true. A
+       * placement a sender still held stays `submitting`, for the next start's reconcile.
+       */
+      endSends: Effect.zipRight(FiberSet.clear(senders), recordAnswers),
+      /** How many placements the stop withdrew, counting those a group or a submit under way at its call withdrew later. */
+      withdrawn: Effect.sync(() => withdrawnCount)
+    }
+  })
+}) {}
