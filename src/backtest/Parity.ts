@@ -11,7 +11,8 @@
  */
 import type { Decimal } from "../domain/Decimal.js"
 import type { Liquidity, Side } from "../svc/Dialect.js"
-import { CARRIED, type Placement } from "./Backtest.js"
+import { CARRIED } from "./ReplayRun.js"
+import type { Placement } from "./Run.js"
 import type { RunFill } from "./Metrics.js"
 
 export interface ComparableFill {

@@ -7,7 +7,7 @@
 import type BetterSqlite3 from "better-sqlite3"
 import { Decimal } from "../domain/Decimal.js"
 import { type Metrics, metricsFromJson, metricsToJson } from "../backtest/Metrics.js"
-import type { GivenTicker } from "../backtest/Backtest.js"
+import type { GivenTicker } from "../backtest/ReplayRun.js"
 import type { LedgerFill } from "../store/FillLedger.js"
 import type { Liquidity, Side } from "../svc/Dialect.js"
 import type { CandleEvent, OrderUpdateKind } from "../strategy/Strategy.js"

@@ -22,7 +22,8 @@
  */
 import { Either } from "effect"
 import { type Decimal, fromString, InvalidDecimal, ZERO } from "../domain/Decimal.js"
-import { type BacktestFailed, BacktestSetupInvalid, CARRIED, type HeardAt, type MissedOutcome, runBacktest } from "../backtest/Backtest.js"
+import { type BacktestFailed, BacktestSetupInvalid, runBacktest } from "../backtest/Backtest.js"
+import { CARRIED, type HeardAt, type MissedOutcome } from "../backtest/ReplayRun.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"

@@ -7,7 +7,9 @@
  */
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { type BacktestResult, type BacktestSetup, CARRIED, type GivenTicker, type ReplayTiming, runBacktest, type TapeStep, TAG_IN_USE } from "../../src/backtest/Backtest.js"
+import { type BacktestResult, type BacktestSetup, runBacktest } from "../../src/backtest/Backtest.js"
+import { CARRIED, type GivenTicker, type ReplayTiming, type TapeStep } from "../../src/backtest/ReplayRun.js"
+import { TAG_IN_USE } from "../../src/backtest/Run.js"
 import { compareFillsByIntent, describeIntentMismatches, fillsByIntent, type IntentFill } from "../../src/backtest/Parity.js"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../../src/domain/Intent.js"

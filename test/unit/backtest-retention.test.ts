@@ -5,7 +5,8 @@
  */
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { type ReplayTiming, runBacktest } from "../../src/backtest/Backtest.js"
+import { runBacktest } from "../../src/backtest/Backtest.js"
+import type { ReplayTiming } from "../../src/backtest/ReplayRun.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { defineStrategy, result } from "../../src/strategy/Strategy.js"
 import type { Candle } from "../../src/venue/Matching.js"

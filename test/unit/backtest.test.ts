@@ -1,6 +1,7 @@
 import { Effect, Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { type BacktestResult, type BacktestSetup, runBacktest, StrategyFailed, TAG_IN_USE } from "../../src/backtest/Backtest.js"
+import { type BacktestResult, type BacktestSetup, runBacktest } from "../../src/backtest/Backtest.js"
+import { StrategyFailed, TAG_IN_USE } from "../../src/backtest/Run.js"
 import { prepare, runPrepared } from "../../src/backtest/Job.js"
 import { toFloat } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
