@@ -1,6 +1,7 @@
 /**
- * The order state machine: one exhaustive transition table shared by live
- * trading, paper trading and backtests. A state change that is not in the table
+ * The order state machine of the engine's journal: one exhaustive transition
+ * table for live and paper trading (a backtest follows its orders by the matching
+ * engine's kinds and keeps no journal). A state change that is not in the table
  * is an `InvalidTransition`, never a silent overwrite.
  *
  *   intent -> submitting -> accepted -> pending/resting -> fill | rejected(code) | cancelled

@@ -7,10 +7,11 @@
  */
 import { Clock, Effect } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
+import { LIVE_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../store/OrderJournal.js"
-import type { OpenOrder } from "../svc/Api.js"
+import type { OpenOrderRow as OpenOrder } from "../svc/Api.js"
 import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
@@ -203,7 +204,7 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
           yield* logEvent("order.reconciled", { clientOrderId: row.clientOrderId, symbol: row.symbol, outcome: "external" })
         }
       }
-      const inDoubt = (yield* journal.inStates(["accepted", "pending", "resting"])).filter(
+      const inDoubt = (yield* journal.inStates([...LIVE_STATES])).filter(
         (row) => row.clientOrderId !== null && !listed.has(row.clientOrderId) && (row.nextPollAt ?? 0) > now
       )
       yield* bus.pollSoon(inDoubt.map((row) => row.orderId))

@@ -19,7 +19,7 @@
  */
 import { Clock, Effect } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
-import { isOrderEvent, type OrderEvent } from "../domain/OrderState.js"
+import { isOrderEvent, LIVE_STATES, type OrderEvent } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import { OrderKind } from "../svc/Dialect.js"
@@ -243,7 +243,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
         return { due: due.length, statusCalls: inDoubt.length, openOrdersCalls }
       })
 
-    const liveOrders = Effect.map(journal.inStates(["accepted", "pending", "resting"]), (rows) => rows.filter((o) => o.clientOrderId !== null))
+    const liveOrders = Effect.map(journal.inStates([...LIVE_STATES]), (rows) => rows.filter((o) => o.clientOrderId !== null))
     const nothingDue: PollReport = { due: 0, statusCalls: 0, openOrdersCalls: 0 }
 
     /** Polls the live orders that are due, or that were asked for since the last round (a request for an order no longer live is dropped). */
