@@ -21,6 +21,7 @@ import { bookBalances, bookFillOf, dayPnl, portfolio } from "../engine/Portfolio
 import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import type { FillTableRow } from "../store/FillLedger.js"
+import { entriesStopped, recentActions } from "../console/Actions.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
 
@@ -28,6 +29,8 @@ const DEFAULT_DB = "data/svcbot.db"
 const DAY_MS = 86_400_000
 /** The text view lists at most this many of the day's fills (newest first); `--json` has them all. */
 const FILLS_SHOWN = 20
+/** Operator actions listed, newest first. */
+const ACTIONS_SHOWN = 20
 const REQUIRED_TABLES = ["orders", "order_events", "fills", "sync_state", "strategy_state"] as const
 
 export interface StrategyStatus {
@@ -39,6 +42,8 @@ export interface StrategyStatus {
   readonly configured: boolean | null
   readonly enabled: boolean | null
   readonly paused: string | null
+  /** Since when an operator has the instance's new entries stopped (exits and cancels still go out); null when not. */
+  readonly entriesStopped: string | null
   /** When the instance last stored its state; null before its first handled event. */
   readonly lastUpdate: string | null
 }
@@ -114,6 +119,8 @@ export interface StatusReport {
     readonly outcomes: { readonly adopted: number; readonly notPlaced: number; readonly external: number }
     readonly note: string
   }
+  /** What operators did through the console's controls, newest first (the last 20). */
+  readonly operatorActions: ReadonlyArray<{ readonly at: string; readonly action: string; readonly instance: string | null; readonly outcome: string; readonly detail: string | null }>
   readonly budget: {
     readonly recorded: false
     /** Placements sent since the UTC midnight, from the journal: a lower bound of the 1-day order budget's use. */
@@ -179,6 +186,66 @@ export const readFills = (db: BetterSqlite3.Database): Array<FillRecord> =>
     )
     .all() as Array<FillRecord>
 
+const orderStatusOf = (row: OrderRecord): OpenOrderStatus => ({
+  strategy: row.strategy_id,
+  tag: row.tag,
+  origin: row.origin,
+  symbol: row.symbol,
+  side: row.side,
+  type: row.type,
+  baseQty: row.base_qty,
+  quoteOrderQty: row.quote_order_qty,
+  limitPrice: row.limit_price,
+  stopPrice: row.stop_price,
+  filledBaseQty: row.filled_base_qty,
+  state: row.state,
+  clientOrderId: row.client_order_id,
+  createdAt: iso(row.created_at)!
+})
+
+const fillStatusOf = (fill: FillRecord): FillStatus => ({
+  time: iso(fill.time)!,
+  fillId: fill.fill_id,
+  strategy: fill.strategy_id,
+  tag: fill.tag,
+  clientOrderId: fill.client_order_id,
+  symbol: fill.symbol,
+  side: fill.side,
+  liquidity: fill.liquidity,
+  price: fill.price,
+  baseQty: fill.base_qty,
+  quoteQty: fill.quote_qty,
+  fee: fill.fee,
+  feeAsset: fill.fee_asset
+})
+
+/**
+ * Orders of the journal: the unfinished ones (`open`), oldest first, or the newest `limit` of
+ * every state, newest first; of one strategy instance when `instance` is given.
+ */
+export const readOrders = (
+  db: BetterSqlite3.Database,
+  only: { readonly open: boolean; readonly instance?: string | undefined; readonly limit?: number | undefined }
+): Array<OpenOrderStatus> => {
+  const where = [...(only.open ? [`state NOT IN ${inList(TERMINAL_STATES)}`] : []), ...(only.instance === undefined ? [] : ["strategy_id = @instance"])]
+  const sql = `SELECT * FROM orders ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY ${only.open ? "created_at, order_id" : "order_id DESC"}${only.limit === undefined ? "" : " LIMIT @limit"}`
+  return (db.prepare(sql).all({ ...(only.instance === undefined ? {} : { instance: only.instance }), ...(only.limit === undefined ? {} : { limit: only.limit }) }) as Array<OrderRecord>).map(orderStatusOf)
+}
+
+/** The newest `limit` fills, newest first, of one strategy instance when `instance` is given. */
+export const readRecentFills = (db: BetterSqlite3.Database, only: { readonly instance?: string | undefined; readonly limit: number }): Array<FillStatus> =>
+  (
+    db
+      .prepare(
+        `SELECT f.fill_id, f.client_order_id, o.strategy_id, o.tag, f.symbol, f.side, f.liquidity, f.price, f.base_qty, f.quote_qty,
+                f.fee, f.fee_asset, f.time
+         FROM fills f LEFT JOIN orders o ON o.client_order_id = f.client_order_id
+         ${only.instance === undefined ? "" : "WHERE o.strategy_id = @instance"}
+         ORDER BY f.time DESC, f.fill_id DESC LIMIT @limit`
+      )
+      .all({ ...(only.instance === undefined ? {} : { instance: only.instance }), limit: only.limit }) as Array<FillRecord>
+  ).map(fillStatusOf)
+
 export const readStatus = (db: BetterSqlite3.Database, path: string, now: number, config: Config | undefined): StatusReport => {
   const dayStart = now - (now % DAY_MS)
 
@@ -186,6 +253,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
     .prepare("SELECT strategy_id, strategy, version, paused_reason, updated_at FROM strategy_state ORDER BY strategy_id")
     .all() as Array<{ strategy_id: string; strategy: string; version: string; paused_reason: string | null; updated_at: number }>
   const stored = new Map(stateRows.map((row) => [row.strategy_id, row]))
+  const stopped = entriesStopped(db)
   const configured = new Map((config?.strategies ?? []).map((instance) => [instance.id, instance]))
   const strategies: Array<StrategyStatus> = [...new Set([...configured.keys(), ...stored.keys()])].map((id) => {
     const row = stored.get(id)
@@ -198,48 +266,18 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       configured: config === undefined ? null : instance !== undefined,
       enabled: instance?.enabled ?? null,
       paused: row?.paused_reason ?? null,
+      entriesStopped: iso(stopped.get(id) ?? null),
       lastUpdate: iso(row?.updated_at ?? null)
     }
   })
 
-  const openOrders = (
-    db.prepare(`SELECT * FROM orders WHERE state NOT IN ${inList(TERMINAL_STATES)} ORDER BY created_at, order_id`).all() as Array<OrderRecord>
-  ).map((row): OpenOrderStatus => ({
-    strategy: row.strategy_id,
-    tag: row.tag,
-    origin: row.origin,
-    symbol: row.symbol,
-    side: row.side,
-    type: row.type,
-    baseQty: row.base_qty,
-    quoteOrderQty: row.quote_order_qty,
-    limitPrice: row.limit_price,
-    stopPrice: row.stop_price,
-    filledBaseQty: row.filled_base_qty,
-    state: row.state,
-    clientOrderId: row.client_order_id,
-    createdAt: iso(row.created_at)!
-  }))
+  const openOrders = readOrders(db, { open: true })
 
   const fills = readFills(db)
   const fillsToday = fills
     .filter((fill) => fill.time >= dayStart)
     .reverse()
-    .map((fill): FillStatus => ({
-      time: iso(fill.time)!,
-      fillId: fill.fill_id,
-      strategy: fill.strategy_id,
-      tag: fill.tag,
-      clientOrderId: fill.client_order_id,
-      symbol: fill.symbol,
-      side: fill.side,
-      liquidity: fill.liquidity,
-      price: fill.price,
-      baseQty: fill.base_qty,
-      quoteQty: fill.quote_qty,
-      fee: fill.fee,
-      feeAsset: fill.fee_asset
-    }))
+    .map(fillStatusOf)
 
   // The database stores no market prices: the last fill of a symbol is the newest price it knows.
   const lastFill = new Map<string, FillRecord>()
@@ -329,6 +367,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       },
       note: "reconciliation passes are not recorded in the database; `reconcile.completed` log lines show each pass"
     },
+    operatorActions: recentActions(db, ACTIONS_SHOWN).map((a) => ({ ...a, at: iso(a.at)! })),
     budget: {
       recorded: false,
       placementsToday: count(`SELECT count(*) AS n FROM orders WHERE origin = 'journal' AND sent_at >= ${dayStart}`),
@@ -362,7 +401,7 @@ export const renderStatus = (report: StatusReport): string => {
         s.plugin,
         s.version,
         s.symbol,
-        s.paused !== null ? `paused: ${s.paused}` : s.configured === false ? "not configured" : s.enabled === false ? "disabled" : s.lastUpdate === null ? "no state stored yet" : "not paused",
+        s.paused !== null ? `paused: ${s.paused}` : s.entriesStopped !== null ? `entries stopped since ${s.entriesStopped}` : s.configured === false ? "not configured" : s.enabled === false ? "disabled" : s.lastUpdate === null ? "no state stored yet" : "not paused",
         s.lastUpdate
       ])
     ),
@@ -404,6 +443,12 @@ export const renderStatus = (report: StatusReport): string => {
     `  outcomes so far    adopted ${recon.outcomes.adopted}, not placed ${recon.outcomes.notPlaced}, external ${recon.outcomes.external}`,
     `  last outcome       ${recon.lastOutcome === null ? "none" : `${recon.lastOutcome.at} ${recon.lastOutcome.outcome} ${recon.lastOutcome.clientOrderId ?? ""}`.trimEnd()}`,
     `  note               ${recon.note}`,
+    "",
+    `Operator actions (newest ${ACTIONS_SHOWN})`,
+    table(
+      ["time", "action", "instance", "outcome", "detail"],
+      report.operatorActions.map((a) => [a.at, a.action, a.instance, a.outcome, a.detail])
+    ),
     "",
     "Budgets",
     `  placements sent today  ${report.budget.placementsToday}`,

@@ -38,6 +38,10 @@ import { decodeParams, type OpenOrder, type OrderUpdateEvent, type OrderUpdateKi
 import { fillEventOf } from "./FillEvents.js"
 import { DaemonMetrics } from "../ops/Metrics.js"
 import { Health, serveHealth } from "./Health.js"
+import { consoleRoutes } from "../console/Api.js"
+import { runConsole } from "../console/Console.js"
+import { consolePage } from "../console/Page.js"
+import { OrderJournal } from "../store/OrderJournal.js"
 
 /** A start-up failure: what is wrong, how to fix it, and the exit code. */
 export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string; readonly exitCode: number }> {}
@@ -351,6 +355,7 @@ export const tradingPort = (engine: EngineModule.Engine): TradingPort => ({
         outcome._tag === "Refused" && intents[i]?.type !== "cancel" ? [{ tag: outcome.tag, kind: "refused", code: outcome.reason, filledBaseQty: ZERO }] : []
       )
     ),
+  position: (strategyId, symbol) => Effect.map(engine.portfolio(strategyId), (book) => book.positions.find((p) => p.symbol === symbol)?.baseQty ?? ZERO),
   accountView: (strategyId): Effect.Effect<AccountView> =>
     Effect.map(engine.view(strategyId), (view) => ({
       balances: view.balances,
@@ -461,7 +466,8 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
 
     const health = yield* Health
     const metrics = Context.get(yield* Layer.build(DaemonMetrics.Default), DaemonMetrics)
-    if (config.health.port !== undefined) yield* serveHealth(health, metrics.exposition, config.health.host, config.health.port, config.health.token).pipe(Effect.orDie)
+    const routes = consoleRoutes(consolePage(), config.health.token)
+    if (config.health.port !== undefined) yield* serveHealth(health, metrics.exposition, config.health.host, config.health.port, config.health.token, routes).pipe(Effect.orDie)
 
     const { baseUrl, credentials } = yield* connect(options)
     const keyId = Redacted.value(credentials.apiKey)
@@ -496,6 +502,18 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
               store: yield* evidenceStore(config)
             })
           : undefined
+      // Registered before the engine's stop, the console answers until the engine has stopped.
+      const console = yield* runConsole({
+        routes,
+        config,
+        running: byId,
+        subjects: instances,
+        engine,
+        journal: yield* OrderJournal,
+        health,
+        budget: svc.budgetSnapshot,
+        writer: (yield* Database).sqlite
+      })
       // Runs right after the strategies stop, before the paper evidence is recorded: nothing the
       // evidence needs (a final read may wait on the budget) may hold back cancel-on-stop.
       yield* Effect.addFinalizer(() => engine.stop)
@@ -517,6 +535,8 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         router.catchUp
       )
       prices = market.get
+      // The first thing a stop does: the console says so while the strategies stop and orders are cancelled.
+      yield* Effect.addFinalizer(() => console.markStopping)
       yield* Effect.forkScoped(
         heartbeat(engine, svc, metrics, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
       )

@@ -18,9 +18,11 @@
  * carries it as `Authorization: Bearer TOKEN` (401 otherwise), and `/healthz` gives
  * its reasons only to such a request: they name strategies, limits and the exchange.
  * Everyone else gets the bare status and its HTTP code, all an orchestrator needs.
+ *
+ * The operator's console (src/console/) answers `/` and `/api/v1/...` on the same server.
  */
 import { createHash, timingSafeEqual } from "node:crypto"
-import { createServer, type IncomingMessage, type Server } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Effect, Layer, Logger, Redacted, Ref, Schedule, type Scope } from "effect"
 import { lineOf, logEvent } from "../log/Logger.js"
 
@@ -113,11 +115,17 @@ const sha256 = (text: string): Buffer => createHash("sha256").update(text, "utf8
 const carriesToken = (request: IncomingMessage, expected: Buffer): boolean =>
   timingSafeEqual(sha256(/^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""), expected)
 
+/** More paths on the health server: answers the requests it takes and returns true. */
+export interface ExtraRoutes {
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => boolean
+}
+
 /**
  * Serves `GET /healthz` and `GET /metrics` on host:port for the lifetime of the scope; with
- * `token`, `/metrics` and the reasons of `/healthz` only to a request that carries it.
+ * `token`, `/metrics` and the reasons of `/healthz` only to a request that carries it. `extra`
+ * (the console) is asked first about every other path.
  */
-export const serveHealth = (health: Health, metrics: MetricsExposition, host: string, port: number, token?: Redacted.Redacted<string>) =>
+export const serveHealth = (health: Health, metrics: MetricsExposition, host: string, port: number, token?: Redacted.Redacted<string>, extra?: ExtraRoutes) =>
   Effect.acquireRelease(
     Effect.async<Server, Error>((resume) => {
       const expected = token === undefined ? undefined : sha256(Redacted.value(token))
@@ -142,7 +150,10 @@ export const serveHealth = (health: Health, metrics: MetricsExposition, host: st
           void Effect.runPromise(metrics).then(({ contentType, body }) => response.writeHead(200, { "content-type": contentType }).end(body))
           return
         }
-        response.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found: the paths are /healthz and /metrics"}')
+        if (extra?.handle(request, response) === true) return
+        response
+          .writeHead(404, { "content-type": "application/json" })
+          .end(`{"error":"not found: the paths are /healthz and /metrics${extra === undefined ? "" : ", the console at / and its API under /api/v1/"}"}`)
       })
       server.once("error", (error) => resume(Effect.fail(error)))
       server.listen(port, host, () => resume(Effect.succeed(server)))
@@ -152,6 +163,6 @@ export const serveHealth = (health: Health, metrics: MetricsExposition, host: st
     Effect.tap((server) => {
       const address = server.address()
       const origin = `http://${host}:${typeof address === "object" && address !== null ? address.port : port}`
-      return logEvent("health.listening", { url: `${origin}/healthz`, metrics: `${origin}/metrics` })
+      return logEvent("health.listening", { url: `${origin}/healthz`, metrics: `${origin}/metrics`, ...(extra === undefined ? {} : { console: `${origin}/` }) })
     })
   )

@@ -18,7 +18,7 @@ import { type BackpressureConfig, defaultBackpressure, DEFAULT_MAX_INTENTS_PER_M
 import { ZERO } from "../domain/Decimal.js"
 import { type Admission, admit, heldUntil, initialBackpressure, refused, type RefusalStep, succeeded } from "./Backpressure.js"
 import type { Decimal } from "../domain/Decimal.js"
-import type { Intent } from "../domain/Intent.js"
+import type { Intent, PlaceIntent } from "../domain/Intent.js"
 import { fillEventOf } from "../daemon/FillEvents.js"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger, type LedgerFill } from "../store/FillLedger.js"
@@ -52,6 +52,8 @@ export interface TradingPort {
   readonly submit: (strategyId: string, intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number>) => Effect.Effect<ReadonlyArray<OrderUpdateEvent>>
   /** The account as one strategy may see it. */
   readonly accountView: (strategyId: string) => Effect.Effect<AccountView>
+  /** The strategy's own position in a pair, from its fills; without it an instance counts as flat. */
+  readonly position?: (strategyId: string, symbol: string) => Effect.Effect<Decimal>
 }
 
 export interface AccountView {
@@ -92,6 +94,13 @@ export interface RunningInstance {
   readonly pausedReason: Effect.Effect<string | undefined>
   /** Open time of the newest candle the instance has been given. */
   readonly lastCandleOpen: Effect.Effect<number | undefined>
+  /** An operator's pause: the instance hears no more events and emits nothing until resumed. */
+  readonly pause: (reason: string) => Effect.Effect<"paused" | "already paused">
+  /** Lifts a pause and stopped entries, whoever set them. */
+  readonly resume: Effect.Effect<"resumed" | "not paused">
+  /** From now on placements that open or add to a position are refused; exits and cancels still go out. */
+  readonly stopEntries: Effect.Effect<"entries stopped" | "entries already stopped">
+  readonly entriesStopped: Effect.Effect<boolean>
 }
 
 /** How many events may wait for one instance; a delivery beyond it waits for the handler to catch up. */
@@ -100,8 +109,24 @@ const QUEUE_CAPACITY = 1024
 /** How often a paused instance looks whether `svcbot resume` cleared its stored pause. */
 const RESUME_POLL_MS = 1000
 
+/** The code of an entry refused while an operator has the instance's entries stopped. */
+export const ENTRIES_STOPPED = "entries-stopped"
+
 /** Codes of the host's own refusals: answers to intents it held back, which are not the venue's or the risk check's. */
-const HELD_CODES: ReadonlySet<string> = new Set<Admission>(["backoff", "throttled"])
+const HELD_CODES: ReadonlySet<string> = new Set<Admission | typeof ENTRIES_STOPPED>(["backoff", "throttled", ENTRIES_STOPPED])
+
+/**
+ * Whether a placement opens or adds to a position (an entry) rather than reducing one (an exit).
+ * `position` is the instance's own position in the pair; `exiting` what is already on its way out
+ * on the same side (resting orders, exits admitted before it). A market buy by quote amount has
+ * no size in base to compare, so it counts as an entry unless nothing could be bought back.
+ */
+export const isEntry = (intent: PlaceIntent, position: Decimal, exiting: Decimal): boolean => {
+  const reducible = intent.side === "sell" ? position : position.neg()
+  if (!reducible.gt(ZERO)) return true
+  if (!("baseQty" in intent)) return true
+  return intent.baseQty.plus(exiting).gt(reducible)
+}
 
 /**
  * What a restored instance missed, as events in the order they came about: each final update
@@ -217,6 +242,8 @@ export const runInstance = (
     })
     /** Why the instance is paused; read by the event loop, `pausedReason` and the resume poll, all on one thread. */
     let pausedFor: string | undefined
+    /** Set by an operator: entries are refused, exits and cancels go out. */
+    let entriesStopped = false
     const scope = yield* Effect.scope
     const pressureConfig = spec.backpressure ?? defaultBackpressure
     const maxIntentsPerMinute = spec.maxIntentsPerMinute ?? DEFAULT_MAX_INTENTS_PER_MINUTE
@@ -349,11 +376,52 @@ export const runInstance = (
           if (verdict === "admit") through.push(intent)
           else held.push({ tag: intent.tag, kind: "refused", code: verdict, filledBaseQty: ZERO })
         }
-        if (held.length > 0 && flushAt === undefined) {
-          flushAt = heldUntil(pressure, at)
-          yield* Effect.forkIn(Effect.zipRight(Effect.sleep(Math.max(0, flushAt - at)), flushHeld), scope)
-        }
+        yield* scheduleFlush(at)
         return through
+      })
+
+    const scheduleFlush = (at: number) =>
+      Effect.suspend(() => {
+        if (held.length === 0 || flushAt !== undefined) return Effect.void
+        flushAt = heldUntil(pressure, at)
+        return Effect.asVoid(Effect.forkIn(Effect.zipRight(Effect.sleep(Math.max(0, flushAt - at)), flushHeld), scope))
+      })
+
+    /**
+     * Placements that are not entries while entries are stopped. A refused entry is answered when
+     * held-back placements are, not at once: a strategy that asks again on every refusal must not spin.
+     */
+    const withoutEntries = (intents: ReadonlyArray<Intent>, account: AccountView, at: number) =>
+      Effect.gen(function* () {
+        if (!entriesStopped) return intents
+        const positions = new Map<string, Decimal>()
+        const exiting = new Map<string, Decimal>()
+        for (const order of account.openOrders.values()) {
+          const key = `${order.symbol}:${order.side}`
+          exiting.set(key, (exiting.get(key) ?? ZERO).plus(order.baseQty.minus(order.filledBaseQty)))
+        }
+        const kept: Array<Intent> = []
+        for (const intent of intents) {
+          if (intent.type === "cancel") {
+            kept.push(intent)
+            continue
+          }
+          let position = positions.get(intent.symbol)
+          if (position === undefined) {
+            position = port.position === undefined ? ZERO : yield* port.position(spec.id, intent.symbol)
+            positions.set(intent.symbol, position)
+          }
+          const key = `${intent.symbol}:${intent.side}`
+          const already = exiting.get(key) ?? ZERO
+          if (isEntry(intent, position, already)) {
+            held.push({ tag: intent.tag, kind: "refused", code: ENTRIES_STOPPED, filledBaseQty: ZERO })
+            continue
+          }
+          if ("baseQty" in intent) exiting.set(key, already.plus(intent.baseQty))
+          kept.push(intent)
+        }
+        yield* scheduleFlush(at)
+        return kept
       })
 
     /**
@@ -511,7 +579,7 @@ export const runInstance = (
           state = outcome.state
           if (emitted.length > 0) {
             // A pausing instance places nothing more; held-back intents never reach the outbox.
-            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(emitted, now())
+            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(yield* withoutEntries(emitted, account, now()), now())
             unsaved.push(...intents)
           }
           if (unsaved.length > 0 || pauseFor !== undefined) {
@@ -588,6 +656,26 @@ export const runInstance = (
       definition,
       deliver,
       pausedReason: Effect.sync(() => pausedFor),
-      lastCandleOpen: Effect.sync(() => lastCandle)
+      lastCandleOpen: Effect.sync(() => lastCandle),
+      pause: (reason) =>
+        Effect.suspend(() => (pausedFor !== undefined ? Effect.succeed("already paused" as const) : Effect.as(pause(reason), "paused" as const))),
+      resume: Effect.gen(function* () {
+        const reason = pausedFor
+        if (reason === undefined && !entriesStopped) return "not paused" as const
+        entriesStopped = false
+        if (reason !== undefined) {
+          yield* store.resume(spec.id, now())
+          pressure = initialBackpressure
+          pausedFor = undefined
+          yield* logEvent("strategy.resumed", { strategy: spec.id, reason })
+        }
+        return "resumed" as const
+      }),
+      stopEntries: Effect.sync(() => {
+        if (entriesStopped) return "entries already stopped" as const
+        entriesStopped = true
+        return "entries stopped" as const
+      }),
+      entriesStopped: Effect.sync(() => entriesStopped)
     }
   })
