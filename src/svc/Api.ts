@@ -98,7 +98,8 @@ export const FundingRow = Schema.Struct({
 })
 export type FundingRow = typeof FundingRow.Type
 
-export const OpenOrder = Schema.Struct({
+/** An open-order row of `GET /api/spot/open-orders` as the exchange lists it (the strategy's OpenOrder is its own view of its orders). */
+export const OpenOrderRow = Schema.Struct({
   clientOrderId: Id,
   symbol: Schema.String,
   side: Side,
@@ -113,7 +114,7 @@ export const OpenOrder = Schema.Struct({
   kind: Schema.String,
   createdAt: JsonInteger
 })
-export type OpenOrder = typeof OpenOrder.Type
+export type OpenOrderRow = typeof OpenOrderRow.Type
 
 /** A fill row, as FillsDecoder.ts reads it field by field (this Schema is the reference its tests hold it to). */
 export const FillRow = Schema.Struct({

@@ -167,7 +167,7 @@ export const Shapes = {
     ["balance", "optionalNonNegativeAmount"],
     ["locked", "optionalNonNegativeAmount"]
   ],
-  OpenOrder: [
+  OpenOrderRow: [
     ["clientOrderId", "id"],
     ["symbol", "string"],
     ["side", SIDES],

@@ -35,7 +35,7 @@ import {
   type FillsPage,
   type Fill,
   FundingRow,
-  OpenOrder,
+  OpenOrderRow,
   OrderStatus,
   type Pair,
   PlacementAnswer,
@@ -78,7 +78,7 @@ import { headerOf, makeTransport, noAnswerReason, type Reply } from "./Transport
 
 const WalletRowList = Schema.Array(WalletRow)
 const FundingRowList = Schema.Array(FundingRow)
-const OpenOrderList = Schema.Array(OpenOrder)
+const OpenOrderRowList = Schema.Array(OpenOrderRow)
 
 /**
  * The default bound on an answer's body. The largest legitimate answer is a fills page:
@@ -412,7 +412,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
 
       const decodeSpot = plainDecoderFor(WalletRowList, paths.walletsSpot, Shapes.WalletRow, true)
       const decodeFunding = plainDecoderFor(FundingRowList, paths.walletsFunding, Shapes.FundingRow, true)
-      const decodeOpenOrders = plainDecoderFor(OpenOrderList, paths.openOrders, Shapes.OpenOrder, true)
+      const decodeOpenOrders = plainDecoderFor(OpenOrderRowList, paths.openOrders, Shapes.OpenOrderRow, true)
       const decodeFills = decodeFillsPage(paths.fills)
       const decodeStatus = plainDecoderFor(OrderStatus, paths.orderStatus, Shapes.OrderStatus, false)
       const decodeCancel = plainDecoderFor(CancelAnswer, paths.cancelOrder, Shapes.CancelAnswer, false)
@@ -466,7 +466,7 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
 
         spotWallet: (): Effect.Effect<ReadonlyArray<WalletRow>, SvcError> => read(paths.walletsSpot, "reconcile", decodeSpot),
         fundingWallet: (): Effect.Effect<ReadonlyArray<FundingRow>, SvcError> => read(paths.walletsFunding, "reconcile", decodeFunding),
-        openOrders: (symbol?: string): Effect.Effect<ReadonlyArray<OpenOrder>, SvcError> =>
+        openOrders: (symbol?: string): Effect.Effect<ReadonlyArray<OpenOrderRow>, SvcError> =>
           read(paths.openOrders, "reconcile", decodeOpenOrders, [["symbol", symbol]]),
         fillsPage,
         /** Pages newest first, following `nextCursor` via `before` until it is null or `stopWhen` holds for a fill of a page. */

@@ -9,7 +9,7 @@ import { Either, Schema } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { LosslessNumber, parse, stringify } from "../../src/domain/Json.js"
-import { CancelAnswer, decoderFor, FundingRow, OpenOrder, OrderStatus, PlacementAnswer, Ticker, WalletRow } from "../../src/svc/Api.js"
+import { CancelAnswer, decoderFor, FundingRow, OpenOrderRow, OrderStatus, PlacementAnswer, Ticker, WalletRow } from "../../src/svc/Api.js"
 import { plainDecoderFor, readPlain, type FieldKind, type Shape, Shapes } from "../../src/svc/PlainDecoder.js"
 
 const ENDPOINT = "/api/test"
@@ -78,7 +78,7 @@ const asAnswered = (value: unknown): unknown => parse(stringify(value))
 const cases = [
   { name: "WalletRow list", schema: Schema.Array(WalletRow), shape: Shapes.WalletRow, list: true },
   { name: "FundingRow list", schema: Schema.Array(FundingRow), shape: Shapes.FundingRow, list: true },
-  { name: "OpenOrder list", schema: Schema.Array(OpenOrder), shape: Shapes.OpenOrder, list: true },
+  { name: "OpenOrderRow list", schema: Schema.Array(OpenOrderRow), shape: Shapes.OpenOrderRow, list: true },
   { name: "OrderStatus", schema: OrderStatus, shape: Shapes.OrderStatus, list: false },
   { name: "PlacementAnswer", schema: PlacementAnswer, shape: Shapes.PlacementAnswer, list: false },
   { name: "CancelAnswer", schema: CancelAnswer, shape: Shapes.CancelAnswer, list: false },
@@ -106,7 +106,7 @@ describe("plain answer decoders", () => {
     expect(wallets(asAnswered([{ asset: "BTC", balance: number("1"), locked: "0" }, { asset: "USDT", balance: number("-5"), locked: "0" }]))).toMatchObject({
       left: { endpoint: "/api/wallets/spot", field: "[1].balance" }
     })
-    const openOrders = plainDecoderFor(Schema.Array(OpenOrder), "/api/spot/open-orders", Shapes.OpenOrder, true)
+    const openOrders = plainDecoderFor(Schema.Array(OpenOrderRow), "/api/spot/open-orders", Shapes.OpenOrderRow, true)
     expect(openOrders(asAnswered([{ ...order, kind: "resting", createdAt: number("1"), limitPrice: number("1e900000000") }]))).toMatchObject({
       left: { endpoint: "/api/spot/open-orders", field: "[0].limitPrice" }
     })
