@@ -8,7 +8,8 @@ import { type Decimal, fromString } from "../domain/Decimal.js"
 import { keyIdProblem, secretProblem } from "../svc/Signer.js"
 import { PermissionScopes, type Scope, ErrorCode } from "../svc/ErrorCodes.js"
 import { registerSecret } from "../log/Redaction.js"
-import type { Fees, PairSpec } from "./Matching.js"
+import type { Fees } from "./Matching.js"
+import type { PairSpec } from "./Orders.js"
 
 const DecimalText = Schema.String.pipe(
   Schema.filter((text) => {

@@ -5,7 +5,7 @@
  */
 import { toJsonNumber, type Decimal } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"
-import type { Fill, OrderView } from "./Matching.js"
+import type { Fill, OrderView } from "./Orders.js"
 
 /** Error codes of svc-venue that the spec does not name (docs/venue.md lists them). */
 export const VenueCode = {

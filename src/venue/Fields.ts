@@ -6,7 +6,7 @@ import { type Decimal, fromString, MAX_SIGNIFICANT_DIGITS } from "../domain/Deci
 import { isLosslessNumber } from "../domain/Json.js"
 import type { Side } from "../svc/Dialect.js"
 import { failure, isAnswer, VenueCode, type VenueAnswer } from "./Answers.js"
-import type { PlaceRequest } from "./Matching.js"
+import type { PlaceRequest } from "./Orders.js"
 
 export const invalid = (field: string, reason: string, msg: string): VenueAnswer => failure(400, VenueCode.invalidParameter, msg, { field, reason })
 

@@ -21,23 +21,20 @@
  *   than `terminalMs`, or once the account has `terminalCount` newer ones; reads then
  *   answer as for an id never given out. Without one everything is kept.
  */
-import { compact, compare, Decimal, divideDown, isMultipleOf, min, ONE_BPS, sign, toBounds, toFloat, ZERO } from "../domain/Decimal.js"
-import type { OrderTerms } from "../domain/OrderTerms.js"
-import { RejectCode, type Liquidity, type OrderKind, type Side, MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
-import { BOOK_LEVELS, type BookShape, BookSide, divideDownFast, ESTIMATE_ERROR, levelSpacing } from "./Book.js"
-import { ErrorCode } from "../svc/ErrorCodes.js"
+import { compact, compare, Decimal, divideDown, min, ZERO } from "../domain/Decimal.js"
+import { RejectCode, type Liquidity, type OrderKind, type Side } from "../svc/Dialect.js"
+import { BOOK_LEVELS, BookSide, levelSpacing } from "./Book.js"
 import { Fifo } from "./Fifo.js"
+import { FillLog } from "./FillLog.js"
+import { planMarket } from "./MarketPlan.js"
+import { byPlacement, type EngineOrder, type Fill, type OrderView, type PairSpec, type PairStatus, type PlaceRequest, type BalanceRow, view } from "./Orders.js"
+import { placementProblem, type Refusal, refuse, RefusalCode } from "./PlaceRules.js"
+import type { Candle } from "./PricePath.js"
+import { restingOrders, stopOrders, stopReached, type Waiting } from "./Waiting.js"
 
-export type PairStatus = "trading" | "halted"
-
-export interface PairSpec extends BookShape {
-  readonly symbol: string
-  readonly base: string
-  readonly quote: string
-  readonly minBaseQty: Decimal
-  readonly minNotional: Decimal
-  readonly status: PairStatus
-}
+// The engine's vocabulary, where the backtester and the reports take it from.
+export type { Fill, OrderView, PairSpec, PlaceRequest } from "./Orders.js"
+export type { Candle } from "./PricePath.js"
 
 export interface Fees {
   readonly maker: Decimal
@@ -68,98 +65,8 @@ export interface EngineOptions {
   readonly retention?: Retention
 }
 
-export type PlaceRequest =
-  | { readonly type: "limit"; readonly symbol: string; readonly side: Side; readonly baseQty: Decimal; readonly limitPrice: Decimal }
-  | {
-      readonly type: "stop-limit"
-      readonly symbol: string
-      readonly side: Side
-      readonly baseQty: Decimal
-      readonly limitPrice: Decimal
-      readonly stopPrice: Decimal
-    }
-  | { readonly type: "market"; readonly symbol: string; readonly side: "buy"; readonly quoteOrderQty: Decimal; readonly maxSlippageBps: number }
-  | { readonly type: "market"; readonly symbol: string; readonly side: "sell"; readonly baseQty: Decimal; readonly maxSlippageBps: number }
-
-/** A request the engine refuses outright (nothing is accepted); status is the HTTP status svc-venue answers with. */
-export interface Refusal {
-  readonly ok: false
-  readonly status: 400 | 404 | 409
-  readonly code: string
-  readonly msg: string
-  readonly field?: string
-  readonly reason?: string
-}
-
 export type PlaceResult = { readonly ok: true; readonly clientOrderId: string } | Refusal
 export type CancelResult = { readonly ok: true; readonly clientOrderId: string; readonly kind: OrderKind } | Refusal
-
-export interface BalanceRow {
-  readonly asset: string
-  readonly free: Decimal
-  readonly locked: Decimal
-}
-
-export interface OrderView extends OrderTerms {
-  readonly clientOrderId: string
-  readonly kind: OrderKind
-  readonly code: string | null
-  readonly symbol: string
-  readonly filledBaseQty: Decimal
-  readonly filledQuoteQty: Decimal
-  /** Volume-weighted fill price; null until something filled. */
-  readonly avgPrice: Decimal | null
-  readonly createdAt: number
-  readonly updatedAt: number
-}
-
-export interface Fill {
-  /** Position in the venue-wide fill sequence; pages of fills are cut on it. */
-  readonly seq: number
-  readonly fillId: string
-  readonly clientOrderId: string
-  readonly symbol: string
-  readonly side: Side
-  readonly liquidity: Liquidity
-  readonly price: Decimal
-  readonly baseQty: Decimal
-  readonly quoteQty: Decimal
-  readonly fee: Decimal
-  readonly feeAsset: string
-  readonly time: number
-}
-
-export interface Candle {
-  readonly openTimeMs: number
-  readonly open: Decimal
-  readonly high: Decimal
-  readonly low: Decimal
-  readonly close: Decimal
-  readonly volume: Decimal
-}
-
-interface Order extends OrderTerms {
-  /** Placement sequence: the order of orders in the listings. */
-  readonly seq: number
-  readonly clientOrderId: string
-  readonly uid: number
-  readonly pair: PairSpec
-  readonly createdAt: number
-  readonly settleAt: number
-  kind: OrderKind
-  code: string | null
-  settled: boolean
-  filledBaseQty: Decimal
-  filledQuoteQty: Decimal
-  /**
-   * The average fill price once known. After one fill it is that fill's price; after
-   * more it is worked out when first read, as the 64-digit quotient of the fills.
-   */
-  avgPrice: Decimal | null
-  /** What is still held for this order, in quote (buy) or base (sell). */
-  locked: Decimal
-  updatedAt: number
-}
 
 interface Wallet {
   free: Decimal
@@ -169,108 +76,17 @@ interface Wallet {
 interface Account {
   readonly wallets: Map<string, Wallet>
   /** Orders not ended yet, per symbol, each in placement order: what open orders are read from. */
-  readonly open: Map<string, Map<string, Order>>
+  readonly open: Map<string, Map<string, EngineOrder>>
   /** Ended orders in the order they ended, so the oldest are forgotten first. */
-  readonly ended: Fifo<Order>
+  readonly ended: Fifo<EngineOrder>
   /** Fills, oldest first (and so in `seq` order). */
-  readonly fills: Fifo<Fill>
+  readonly fills: FillLog
 }
-
-const refuse = (status: Refusal["status"], code: string, msg: string, field?: string, reason?: string): Refusal => ({
-  ok: false,
-  status,
-  code,
-  msg,
-  ...(field === undefined ? {} : { field }),
-  ...(reason === undefined ? {} : { reason })
-})
 
 const TWO = new Decimal(2)
 
 /** How often, in engine time, ended orders and fills are checked for their age. */
 const FORGET_EVERY_MS = 1000
-
-const byPlacement = (a: Order, b: Order): number => a.seq - b.seq
-
-/**
- * Orders of one symbol waiting for the tape — resting limit orders or stops not yet
- * triggered — in time priority, with the bounds of the prices that wake any of them,
- * so a price that wakes none costs two comparisons and no allocation.
- */
-class Waiting {
-  readonly orders: Array<Order> = []
-  /** The highest wake price among orders woken by a price at or below it. */
-  private highestBelow: Decimal | null = null
-  /** The lowest wake price among orders woken by a price at or above it. */
-  private lowestAbove: Decimal | null = null
-  /** An order left: the bounds may be too wide and are worked out again on the next read. */
-  private stale = false
-
-  constructor(
-    private readonly wakePrice: (order: Order) => Decimal,
-    private readonly wakesAbove: (order: Order) => boolean
-  ) {}
-
-  push(order: Order): void {
-    this.orders.push(order)
-    if (!this.stale) this.widen(order)
-  }
-
-  remove(order: Order): void {
-    const at = this.orders.indexOf(order)
-    if (at === -1) return
-    this.orders.splice(at, 1)
-    this.stale = true
-  }
-
-  /** Keeps only the orders `keep` accepts, in their order. */
-  retain(keep: (order: Order) => boolean): void {
-    const orders = this.orders
-    let kept = 0
-    for (let i = 0; i < orders.length; i++) {
-      const order = orders[i]!
-      if (keep(order)) orders[kept++] = order
-    }
-    if (kept === orders.length) return
-    orders.length = kept
-    this.stale = true
-  }
-
-  /** Whether `price` can wake any order; false means no order needs looking at. */
-  mayWake(price: Decimal): boolean {
-    if (this.orders.length === 0) return false
-    if (this.stale) {
-      this.highestBelow = null
-      this.lowestAbove = null
-      for (const order of this.orders) this.widen(order)
-      this.stale = false
-    }
-    return (this.highestBelow !== null && compare(price, this.highestBelow) <= 0) || (this.lowestAbove !== null && compare(price, this.lowestAbove) >= 0)
-  }
-
-  private widen(order: Order): void {
-    const wake = this.wakePrice(order)
-    if (this.wakesAbove(order)) {
-      if (this.lowestAbove === null || compare(wake, this.lowestAbove) < 0) this.lowestAbove = wake
-    } else if (this.highestBelow === null || compare(wake, this.highestBelow) > 0) {
-      this.highestBelow = wake
-    }
-  }
-}
-
-/** A resting buy fills when the price comes down to its limit, a sell when it comes up to it. */
-const restingOrders = (): Waiting =>
-  new Waiting(
-    (order) => order.limitPrice!,
-    (order) => order.side === "sell"
-  )
-
-/** A buy stop triggers when the price rises to its stop price, a sell stop when it falls to it. */
-const stopOrders = (): Waiting =>
-  new Waiting(
-    (order) => order.stopPrice!,
-    (order) => order.side === "buy"
-  )
 
 /** The book sides orders last walked, kept while the pair and the price stay the same. */
 interface BookCache {
@@ -281,38 +97,12 @@ interface BookCache {
   bids?: BookSide
 }
 
-/** Error codes of placement and cancel refusals (HTTP 400/404/409). */
-export const RefusalCode = {
-  invalidParameter: "INVALID_PARAMETER",
-  unknownSymbol: "UNKNOWN_SYMBOL",
-  orderNotFound: ErrorCode.orderNotFound,
-  orderNotOpen: ErrorCode.orderNotOpen
-} as const
-
-// Validation steps are module functions, not closures made per placement: placing is a hot path of a backtest.
-const positiveProblem = (field: string, value: Decimal, step: Decimal, stepName: string): Refusal | undefined => {
-  if (!value.isFinite() || sign(value) <= 0) return refuse(400, RefusalCode.invalidParameter, `${field} must be greater than 0`, field, "not-positive")
-  if (!isMultipleOf(value, step)) {
-    return refuse(400, RefusalCode.invalidParameter, `${field} must be a multiple of the ${stepName} ${step.toFixed()}`, field, stepName === "tick size" ? "tick-size" : "step-size")
-  }
-  return undefined
-}
-
-const notionalProblem = (pair: PairSpec, value: Decimal): Refusal | undefined =>
-  compare(value, pair.minNotional) < 0
-    ? refuse(400, RefusalCode.invalidParameter, `order value ${value.toFixed()} is below the minimum notional ${pair.minNotional.toFixed()}`, "baseQty", "below-min-notional")
-    : undefined
-
-const baseQtyProblem = (pair: PairSpec, value: Decimal): Refusal | undefined =>
-  positiveProblem("baseQty", value, pair.stepSize, "step size") ??
-  (compare(value, pair.minBaseQty) < 0 ? refuse(400, RefusalCode.invalidParameter, `baseQty is below the minimum ${pair.minBaseQty.toFixed()}`, "baseQty", "below-min-base-qty") : undefined)
-
 export class MatchingEngine {
   private readonly pairsBySymbol = new Map<string, PairSpec>()
   private readonly accounts = new Map<number, Account>()
-  private readonly orders = new Map<string, Order>()
+  private readonly orders = new Map<string, EngineOrder>()
   /** Accepted, not yet settled; in acceptance order. */
-  private unsettled: Array<Order> = []
+  private unsettled: Array<EngineOrder> = []
   /** Per symbol: settled limit orders on the book, and stops waiting for their trigger, in time priority. */
   private readonly resting = new Map<string, Waiting>()
   private readonly stops = new Map<string, Waiting>()
@@ -372,7 +162,7 @@ export class MatchingEngine {
   private account(uid: number): Account {
     let account = this.accounts.get(uid)
     if (account === undefined) {
-      account = { wallets: new Map(), open: new Map(), ended: new Fifo(), fills: new Fifo() }
+      account = { wallets: new Map(), open: new Map(), ended: new Fifo(), fills: new FillLog(this.retention?.terminalCount ?? Number.POSITIVE_INFINITY) }
       this.accounts.set(uid, account)
     }
     return account
@@ -408,11 +198,11 @@ export class MatchingEngine {
   place(uid: number, request: PlaceRequest, nowMs: number): PlaceResult {
     const pair = this.pairsBySymbol.get(request.symbol)
     if (pair === undefined) return refuse(400, RefusalCode.unknownSymbol, `unknown symbol ${request.symbol}`, "symbol", "unknown-symbol")
-    const problem = this.validate(pair, request)
+    const problem = placementProblem(pair, request, this.prices.get(pair.symbol))
     if (problem !== undefined) return problem
     this.orderSeq += 1
     const clientOrderId = `co_${this.idPrefix}${String(this.orderSeq).padStart(10, "0")}`
-    const order: Order = {
+    const order: EngineOrder = {
       seq: this.orderSeq,
       clientOrderId,
       uid,
@@ -447,40 +237,6 @@ export class MatchingEngine {
     return { ok: true, clientOrderId }
   }
 
-  private validate(pair: PairSpec, request: PlaceRequest): Refusal | undefined {
-    switch (request.type) {
-      case "limit":
-        return (
-          baseQtyProblem(pair, request.baseQty) ??
-          positiveProblem("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
-          notionalProblem(pair, request.baseQty.mul(request.limitPrice))
-        )
-      case "stop-limit":
-        return (
-          baseQtyProblem(pair, request.baseQty) ??
-          positiveProblem("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
-          positiveProblem("stopPrice", request.stopPrice, pair.tickSize, "tick size") ??
-          notionalProblem(pair, request.baseQty.mul(request.limitPrice))
-        )
-      case "market": {
-        const bps = request.maxSlippageBps
-        if (!Number.isInteger(bps) || bps < MAX_SLIPPAGE_BPS.min || bps > MAX_SLIPPAGE_BPS.max) {
-          return refuse(400, RefusalCode.invalidParameter, `maxSlippageBps must be an integer from ${MAX_SLIPPAGE_BPS.min} to ${MAX_SLIPPAGE_BPS.max}`, "maxSlippageBps", "out-of-range")
-        }
-        if (request.side === "buy") {
-          const quoteQty = request.quoteOrderQty
-          if (!quoteQty.isFinite() || sign(quoteQty) <= 0) {
-            return refuse(400, RefusalCode.invalidParameter, "quoteOrderQty must be greater than 0", "quoteOrderQty", "not-positive")
-          }
-          return compare(quoteQty, pair.minNotional) < 0
-            ? refuse(400, RefusalCode.invalidParameter, `quoteOrderQty is below the minimum notional ${pair.minNotional.toFixed()}`, "quoteOrderQty", "below-min-notional")
-            : undefined
-        }
-        const price = this.prices.get(pair.symbol)
-        return baseQtyProblem(pair, request.baseQty) ?? (price === undefined ? undefined : notionalProblem(pair, request.baseQty.mul(price)))
-      }
-    }
-  }
 
   cancel(uid: number, clientOrderId: string, nowMs: number): CancelResult {
     const order = this.orders.get(clientOrderId)
@@ -514,8 +270,8 @@ export class MatchingEngine {
   settleDue(nowMs: number): number {
     if (nowMs >= this.forgetDueAt) this.forgetAged(nowMs)
     if (this.unsettled.length === 0) return 0
-    const due: Array<Order> = []
-    const waiting: Array<Order> = []
+    const due: Array<EngineOrder> = []
+    const waiting: Array<EngineOrder> = []
     for (const order of this.unsettled) (order.settleAt <= nowMs ? due : waiting).push(order)
     if (due.length === 0) return 0
     this.unsettled = waiting
@@ -530,7 +286,7 @@ export class MatchingEngine {
     return next
   }
 
-  private settle(order: Order, nowMs: number): void {
+  private settle(order: EngineOrder, nowMs: number): void {
     order.settled = true
     order.updatedAt = nowMs
     if (this.halted.has(order.pair.symbol)) return this.reject(order, RejectCode.halted)
@@ -545,7 +301,7 @@ export class MatchingEngine {
     this.arrive(order, nowMs)
   }
 
-  private reject(order: Order, code: string): void {
+  private reject(order: EngineOrder, code: string): void {
     order.kind = "rejected"
     order.code = code
     this.ended(order)
@@ -557,7 +313,7 @@ export class MatchingEngine {
    * Called again for an order already ended (a market sell's last fill ends it before
    * its settlement does), it does nothing.
    */
-  private ended(order: Order): void {
+  private ended(order: EngineOrder): void {
     const account = this.account(order.uid)
     if (account.open.get(order.pair.symbol)?.delete(order.clientOrderId) !== true) return
     account.ended.push(order)
@@ -574,11 +330,11 @@ export class MatchingEngine {
         this.orders.delete(oldest.clientOrderId)
         account.ended.shift()
       }
-      for (let oldest = account.fills.peek(); oldest !== undefined && oldest.time <= endedBy; oldest = account.fills.peek()) account.fills.shift()
+      account.fills.forgetUntil(endedBy)
     }
   }
 
-  private lock(order: Order): boolean {
+  private lock(order: EngineOrder): boolean {
     const amount = order.side === "buy" ? order.baseQty!.mul(order.limitPrice!) : order.baseQty!
     const wallet = this.wallet(order.uid, order.side === "buy" ? order.pair.quote : order.pair.base)
     if (compare(wallet.free, amount) < 0) return false
@@ -588,7 +344,7 @@ export class MatchingEngine {
     return true
   }
 
-  private release(order: Order): void {
+  private release(order: EngineOrder): void {
     if (order.locked.isZero()) return
     const wallet = this.wallet(order.uid, order.side === "buy" ? order.pair.quote : order.pair.base)
     wallet.locked = wallet.locked.sub(order.locked)
@@ -597,7 +353,7 @@ export class MatchingEngine {
   }
 
   /** A limit order (or a triggered stop) reaching the book: take what its price reaches, rest the remainder. */
-  private arrive(order: Order, nowMs: number): void {
+  private arrive(order: EngineOrder, nowMs: number): void {
     const price = this.prices.get(order.pair.symbol)
     if (price !== undefined) {
       const levels = this.book(order.pair, price, order.side)
@@ -616,7 +372,7 @@ export class MatchingEngine {
     }
   }
 
-  private trigger(order: Order, nowMs: number): void {
+  private trigger(order: EngineOrder, nowMs: number): void {
     this.stops.get(order.pair.symbol)?.remove(order)
     this.arrive(order, nowMs)
   }
@@ -632,7 +388,7 @@ export class MatchingEngine {
     return (cache.bids ??= new BookSide(pair, price, "bids", BOOK_LEVELS, cache.spacing))
   }
 
-  private settleMarket(order: Order, nowMs: number): void {
+  private settleMarket(order: EngineOrder, nowMs: number): void {
     const pair = order.pair
     const price = this.prices.get(pair.symbol)
     if (order.side === "buy") {
@@ -651,7 +407,7 @@ export class MatchingEngine {
   }
 
   /** Books one fill: moves funds (from the order's lock when it has one), charges the fee, records the fill. */
-  private fill(order: Order, baseQty: Decimal, price: Decimal, liquidity: Liquidity, nowMs: number): void {
+  private fill(order: EngineOrder, baseQty: Decimal, price: Decimal, liquidity: Liquidity, nowMs: number): void {
     const pair = order.pair
     const rate = liquidity === "maker" ? this.fees.maker : this.fees.taker
     // The fill record keeps its amounts as long as fills are retained: products are made compact
@@ -711,9 +467,7 @@ export class MatchingEngine {
       feeAsset,
       time: nowMs
     }
-    const fills = this.account(order.uid).fills
-    fills.push(record)
-    if (this.retention !== undefined && fills.length > this.retention.terminalCount) fills.shift()
+    this.account(order.uid).fills.push(record)
   }
 
   // ---- the tape ---------------------------------------------------------------
@@ -739,7 +493,7 @@ export class MatchingEngine {
   }
 
   /** Fills a resting order as maker if the price reaches its limit; says whether it filled. */
-  private makerFill(order: Order, price: Decimal, nowMs: number): boolean {
+  private makerFill(order: EngineOrder, price: Decimal, nowMs: number): boolean {
     const limit = order.limitPrice!
     const side = compare(price, limit)
     const crossed = side === (order.side === "buy" ? -1 : 1)
@@ -786,7 +540,7 @@ export class MatchingEngine {
   openOrders(uid: number, symbol?: string): ReadonlyArray<OrderView> {
     const open = this.account(uid).open
     if (symbol !== undefined) return [...(open.get(symbol)?.values() ?? [])].map(view)
-    const orders: Array<Order> = []
+    const orders: Array<EngineOrder> = []
     for (const ofSymbol of open.values()) for (const order of ofSymbol.values()) orders.push(order)
     return orders.sort(byPlacement).map(view)
   }
@@ -796,21 +550,7 @@ export class MatchingEngine {
     readonly fills: ReadonlyArray<Fill>
     readonly hasOlder: boolean
   } {
-    const all = this.account(uid).fills
-    const out: Array<Fill> = []
-    let i = page.beforeSeq === undefined ? all.length - 1 : newestBefore(all, page.beforeSeq)
-    for (; i >= 0 && out.length < page.limit; i--) {
-      const fill = all.at(i)!
-      if (page.symbol === undefined || fill.symbol === page.symbol) out.push(fill)
-    }
-    let hasOlder = false
-    for (; i >= 0; i--) {
-      if (page.symbol === undefined || all.at(i)!.symbol === page.symbol) {
-        hasOlder = true
-        break
-      }
-    }
-    return { fills: out, hasOlder }
+    return this.account(uid).fills.page(page)
   }
 
   /** Every order of an account still kept, in placement order (for tests that count orders). */
@@ -823,136 +563,13 @@ export class MatchingEngine {
 
   /** The account's fills after the fill `seq` (those a reader that has seen up to it has not), oldest first. */
   fillsAfter(uid: number, seq: number): ReadonlyArray<Fill> {
-    const all = this.account(uid).fills
-    let from = all.length
-    while (from > 0 && all.at(from - 1)!.seq > seq) from--
-    if (from === all.length) return NO_FILLS
-    const after: Array<Fill> = []
-    for (let i = from; i < all.length; i++) after.push(all.at(i)!)
-    return after
+    return this.account(uid).fills.after(seq)
   }
 
   /** Every fill of an account still kept, oldest first. */
   allFills(uid: number): ReadonlyArray<Fill> {
-    return this.account(uid).fills.toArray()
+    return this.account(uid).fills.all()
   }
 }
 
-const NO_FILLS: ReadonlyArray<Fill> = []
-
-const isResting = (order: Order): boolean => order.kind === "resting"
-
-/** Index of the newest fill older than the fill `seq` (-1 for none): fills are kept in `seq` order. */
-const newestBefore = (fills: Fifo<Fill>, seq: number): number => {
-  let low = 0
-  let high = fills.length
-  while (low < high) {
-    const mid = (low + high) >>> 1
-    if (fills.at(mid)!.seq < seq) low = mid + 1
-    else high = mid
-  }
-  return low - 1
-}
-
-const stopReached = (order: Order, price: Decimal): boolean =>
-  compare(price, order.stopPrice!) !== (order.side === "buy" ? -1 : 1)
-
-/** The candle's price path: bullish candles dip first, bearish ones spike first (`onCandle` walks the same path). */
-export const candlePath = (candle: Candle): ReadonlyArray<Decimal> =>
-  compare(candle.close, candle.open) >= 0
-    ? [candle.open, candle.low, candle.high, candle.close]
-    : [candle.open, candle.high, candle.low, candle.close]
-
-interface PlannedFill {
-  readonly price: Decimal
-  readonly baseQty: Decimal
-}
-
-/**
- * The fills of a market order against the book, or undefined when it cannot fill
- * completely within its slippage bound (the order is then rejected as a whole).
- */
-const planMarket = (pair: PairSpec, order: Order, reference: Decimal, levels: BookSide): ReadonlyArray<PlannedFill> | undefined => {
-  const plan: Array<PlannedFill> = []
-  if (order.side === "buy") {
-    const bound = new SlippageBound(reference, order.maxSlippageBps!, "above")
-    let quoteLeft = order.quoteOrderQty!
-    for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
-      const affordable = divideDownFast(quoteLeft, level.price, pair.stepSize)
-      // The rest of the quote cannot buy one more step: the order is complete.
-      if (affordable.isZero()) return plan.length === 0 ? undefined : plan
-      if (bound.compare(level.price) > 0) return undefined
-      const qty = min(affordable, level.baseQty)
-      plan.push({ price: level.price, baseQty: qty })
-      if (compare(qty, affordable) === 0) return plan
-      quoteLeft = quoteLeft.sub(qty.mul(level.price))
-    }
-    return undefined
-  }
-  const bound = new SlippageBound(reference, order.maxSlippageBps!, "below")
-  let baseLeft = order.baseQty!
-  for (let i = 0, level = levels.level(0); level !== undefined; level = levels.level(++i)) {
-    if (baseLeft.isZero()) break
-    if (bound.compare(level.price) < 0) return undefined
-    const qty = min(baseLeft, level.baseQty)
-    plan.push({ price: level.price, baseQty: qty })
-    baseLeft = baseLeft.sub(qty)
-    // Complete: the next level is not worked out.
-    if (baseLeft.isZero()) return plan
-  }
-  return baseLeft.isZero() ? plan : undefined
-}
-
-/**
- * How far a market order may walk the book: `maxSlippageBps` of the reference price above it (a
- * buy) or below it (a sell). Levels are compared with a double estimate of the bound; the exact
- * bound is worked out only for a level whose price lies too near it for the estimate to tell.
- */
-class SlippageBound {
-  private readonly estimate: number
-  private readonly margin: number
-  private exact: Decimal | undefined
-
-  constructor(
-    private readonly reference: Decimal,
-    private readonly bps: number,
-    private readonly side: "above" | "below"
-  ) {
-    const price = toFloat(reference)
-    const slip = price * bps * 1e-4
-    this.estimate = side === "above" ? price + slip : price - slip
-    this.margin = Math.abs(price) * ESTIMATE_ERROR
-  }
-
-  /** -1, 0 or 1 as `price` is below, at or above the bound. */
-  compare(price: Decimal): number {
-    const gap = toFloat(price) - this.estimate
-    if (gap > this.margin) return 1
-    if (gap < -this.margin) return -1
-    if (this.exact === undefined) {
-      const slip = this.reference.mul(this.bps).mul(ONE_BPS)
-      this.exact = this.side === "above" ? this.reference.add(slip) : this.reference.sub(slip)
-    }
-    return compare(price, this.exact)
-  }
-}
-
-const view = (order: Order): OrderView => ({
-  clientOrderId: order.clientOrderId,
-  kind: order.kind,
-  code: order.code,
-  symbol: order.pair.symbol,
-  side: order.side,
-  type: order.type,
-  baseQty: order.baseQty,
-  quoteOrderQty: order.quoteOrderQty,
-  limitPrice: order.limitPrice,
-  stopPrice: order.stopPrice,
-  maxSlippageBps: order.maxSlippageBps,
-  filledBaseQty: order.filledBaseQty,
-  filledQuoteQty: order.filledQuoteQty,
-  // An average of several fills is a quotient of 64 digits; it is answered within the bounds a client reads amounts with.
-  avgPrice: order.filledBaseQty.isZero() ? null : (order.avgPrice ??= toBounds(order.filledQuoteQty.div(order.filledBaseQty))),
-  createdAt: order.createdAt,
-  updatedAt: order.updatedAt
-})
+const isResting = (order: EngineOrder): boolean => order.kind === "resting"

@@ -10,7 +10,7 @@
  */
 import { compact, Decimal, fromString, quantize } from "../domain/Decimal.js"
 import { bookAround, type Book, type BookShape } from "./Book.js"
-import { candlePath, type Candle } from "./Matching.js"
+import { candlePath, type Candle } from "./PricePath.js"
 
 export type { Candle }
 
