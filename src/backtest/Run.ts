@@ -31,7 +31,7 @@
  * through the protected methods marked as its seams; this class is the plain run.
  */
 import { Data } from "effect"
-import { compare, Decimal, toFloat, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, plus, toFloat, ZERO } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
 import { type OrderKind, TERMINAL_KINDS } from "../svc/Dialect.js"
 import {
@@ -48,7 +48,7 @@ import {
 } from "../strategy/Strategy.js"
 import { type Candle, type Fees, MatchingEngine, type PairSpec, type Retention } from "../venue/Matching.js"
 import { candleEvent, type Mutable, openOrderOf, orderUpdate, toRequest } from "./Events.js"
-import { MetricsRecorder, plus, type RunFill } from "./Metrics.js"
+import { MetricsRecorder, type RunFill } from "./Metrics.js"
 
 /** What every run is set up with; a replay of a recorded run adds its recording (`Recording`). */
 export interface RunSetup<P = unknown, S = unknown> {

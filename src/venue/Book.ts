@@ -3,7 +3,9 @@
  * pure function of the pair and the price, so the depth endpoint, market orders
  * and the backtester all see the same liquidity for the same tape.
  */
-import { Decimal, divideDown, ONE_BPS, quantize, sign, toFloat, ZERO } from "../domain/Decimal.js"
+import { type Decimal, divideDownFast, estimatedSteps, ONE_BPS, quantize, sign, stepsOf, toFloat } from "../domain/Decimal.js"
+
+export { divideDownFast, ESTIMATE_ERROR } from "../domain/Decimal.js"
 
 export interface BookLevel {
   readonly price: Decimal
@@ -26,39 +28,6 @@ export interface BookShape {
 
 /** Levels on each side of the synthetic book. */
 export const BOOK_LEVELS = 20
-
-/**
- * How far a double worked out from exact decimals (each read as its nearest double, then a few
- * operations) may lie from the exact value, relatively: a few units in the last place are about
- * 1e-15, so this bound holds with room to spare.
- */
-export const ESTIMATE_ERROR = 1e-12
-/** Whole numbers of steps up to this are told apart by an estimate within ESTIMATE_ERROR. */
-const MAX_ESTIMATED_STEPS = 2 ** 40
-
-/**
- * The whole number of steps an exact quotient rounds to (down or up), from a double estimate of
- * it; undefined when the estimate lies too near a whole number to be sure, and the caller then
- * works it out in decimals. decimal.js divides to 64 digits to answer this; most quotients are
- * nowhere near a whole number, and for them this is a few float operations.
- */
-export const estimatedSteps = (estimate: number, rounding: "down" | "up"): number | undefined => {
-  if (!(estimate >= 0 && estimate < MAX_ESTIMATED_STEPS)) return undefined
-  const low = estimate * (1 - ESTIMATE_ERROR)
-  const high = estimate * (1 + ESTIMATE_ERROR)
-  const round = rounding === "down" ? Math.floor : Math.ceil
-  const steps = round(low)
-  return steps === round(high) ? steps : undefined
-}
-
-/** `steps` whole steps of `step`, exactly (zero without a sign, as `divideDown` and `quantize` answer it). */
-export const stepsOf = (steps: number, step: Decimal): Decimal => (steps === 0 ? ZERO : steps === 1 ? step : step.mul(steps))
-
-/** `divideDown(dividend, divisor, step)`, by estimate when that is sure (see `estimatedSteps`). */
-export const divideDownFast = (dividend: Decimal, divisor: Decimal, step: Decimal): Decimal => {
-  const steps = estimatedSteps(toFloat(dividend) / (toFloat(divisor) * toFloat(step)), "down")
-  return steps === undefined ? divideDown(dividend, divisor, step) : stepsOf(steps, step)
-}
 
 /** Distance between levels: one basis point of the price, at least one tick. */
 export const levelSpacing = (shape: BookShape, price: Decimal): Decimal => {

@@ -6,8 +6,8 @@
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { Decimal, divideDown, fromString, ONE_BPS, quantize } from "../../src/domain/Decimal.js"
-import { divideDownFast, estimatedSteps, levelSpacing } from "../../src/venue/Book.js"
+import { Decimal, divideDown, divideDownFast, estimatedSteps, fromString, ONE_BPS, quantize } from "../../src/domain/Decimal.js"
+import { levelSpacing } from "../../src/venue/Book.js"
 import { MatchingEngine, type PairSpec } from "../../src/venue/Matching.js"
 
 const d = fromString

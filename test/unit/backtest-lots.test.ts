@@ -1,13 +1,12 @@
 /**
- * The shortcuts of the metrics' exact arithmetic (Metrics.ts) must give the very decimals
+ * The shortcuts of the exact arithmetic the metrics use (Decimal.ts) must give the very decimals
  * decimal.js's own operations give: `proRata` divides by a lot's quantity shifted to a one-limb
  * integer, and `plus` skips the copy when adding zero changes nothing. Amounts of every size up
  * to the 64 digits of a division, and past them (a decimal parsed from a longer string), are drawn.
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { plus, proRata } from "../../src/backtest/Metrics.js"
-import { Decimal, ZERO } from "../../src/domain/Decimal.js"
+import { Decimal, plus, proRata, ZERO } from "../../src/domain/Decimal.js"
 
 /** A positive decimal of up to `digits` significant digits, its point anywhere from `minScale` to `maxScale` places. */
 const decimal = (digits: number, minScale: number, maxScale: number) =>
