@@ -19,9 +19,9 @@ import { Database } from "../store/Database.js"
 import type { FillTableRow } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import { applyFill, bookFillOf, emptyPosition, type PortfolioFill, type PortfolioSnapshot, type Position, startOfUtcDay } from "./Portfolio.js"
-import type { PairRules } from "./Risk.js"
+import type { ListedPair } from "./Risk.js"
 
-type Pairs = ReadonlyMap<string, Pick<PairRules, "base" | "quote">>
+type Pairs = ReadonlyMap<string, Pick<ListedPair, "base" | "quote">>
 
 interface BookFill extends PortfolioFill {
   readonly fillId: string
@@ -46,8 +46,8 @@ const toBookFill = (row: FillTableRow): BookFill => ({ ...bookFillOf(row), fillI
 
 const add = (map: Map<string, Decimal>, key: string, amount: Decimal) => map.set(key, (map.get(key) ?? ZERO).plus(amount))
 
-/** One strategy's fold of its fills, in ledger order. */
-class Book {
+/** One strategy instance's fold of its fills, in ledger order (not a venue's order book). */
+class InstanceBook {
   readonly positions = new Map<string, Position>()
   /** Fees by the asset they were charged in. */
   readonly fees = new Map<string, Decimal>()
@@ -144,7 +144,7 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
       )
     }
     /** One book per strategy instance that has been read. */
-    const books = new Map<string, Book>()
+    const books = new Map<string, InstanceBook>()
     // Read at the next read with the watermark of the read before: its fills up to there were not the strategy's then.
     yield* journal.onAttributed((strategyId, clientOrderId) => {
       const book = books.get(strategyId)
@@ -156,8 +156,8 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
       }
     })
 
-    const fold = (strategyId: string, pairs: Pairs, now: number): Book => {
-      const book = new Book(startOfUtcDay(now))
+    const fold = (strategyId: string, pairs: Pairs, now: number): InstanceBook => {
+      const book = new InstanceBook(startOfUtcDay(now))
       // Both reads see the same table: nothing writes between two synchronous statements.
       book.readRowid = q.lastRowid.get()!.n
       for (const row of q.all.all(strategyId)) book.apply(toBookFill(row), pairs)
@@ -165,7 +165,7 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
       return book
     }
 
-    const read = (strategyId: string, pairs: Pairs, now: number): Book => {
+    const read = (strategyId: string, pairs: Pairs, now: number): InstanceBook => {
       const book = books.get(strategyId)
       if (book === undefined || book.stale || [...book.pairless].some((symbol) => pairs.has(symbol))) return fold(strategyId, pairs, now)
       const dayStart = startOfUtcDay(now)
@@ -189,7 +189,7 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
       return book
     }
 
-    const figures = (book: Book, pairs: Pairs): StrategyFigures => ({
+    const figures = (book: InstanceBook, pairs: Pairs): StrategyFigures => ({
       symbols: [...book.positions.keys()],
       portfolio: (lastPrices) => {
         const { realizedPnl, feesQuote } = book.totals()

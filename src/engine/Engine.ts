@@ -20,27 +20,29 @@ import { Cancels } from "./Cancels.js"
 import { EngineBus, type EngineEvent, type FillUpdate, type OrderUpdate, type PlacementBlock } from "./EngineBus.js"
 import { Execution, STOPPING, type SubmitResult } from "./Execution.js"
 import { FillSync } from "./FillSync.js"
-import { type Balance, Market } from "./Market.js"
+import { Market } from "./Market.js"
 import { OrderMoves } from "./OrderMoves.js"
 import { ownBalances, type PortfolioSnapshot } from "./Portfolio.js"
 import { Reconcile } from "./Reconcile.js"
-import type { PairRules } from "./Risk.js"
+import type { ListedPair } from "./Risk.js"
 import { Sender } from "./Sender.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
 import { isRefusedAnswer } from "../svc/Errors.js"
 import type { SvcClient } from "../svc/SvcClient.js"
+import type { Balance } from "../strategy/Strategy.js"
 import { waitOutTransients } from "../svc/Transients.js"
 
 /**
- * What a strategy may read: its balances (its own book when it has an allocation, else the
- * account's), its own unfinished orders by tag, prices and pair rules.
+ * What the engine knows for one strategy instance, from which the host builds the strategy's
+ * `StrategyView`: its balances (its own book when it has an allocation, else the account's),
+ * its own unfinished orders by tag, prices and the listed pairs.
  */
-export interface StrategyView {
+export interface InstanceView {
   readonly balances: ReadonlyMap<string, Balance>
   readonly openOrders: ReadonlyMap<string, OrderRow>
   readonly lastPrices: ReadonlyMap<string, Decimal>
-  readonly pairs: ReadonlyMap<string, PairRules>
+  readonly pairs: ReadonlyMap<string, ListedPair>
   readonly placementsBlocked: PlacementBlock | undefined
 }
 
@@ -208,10 +210,10 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       orderUpdates: (): Effect.Effect<Stream.Stream<OrderUpdate>, never, Scope.Scope> => bus.subscribeOrders(),
       /** New fills as they are synced, with the strategy and tag of their order when the journal knows it. */
       fillUpdates: (): Effect.Effect<Stream.Stream<FillUpdate>, never, Scope.Scope> => bus.subscribeFills(),
-      view: (strategyId: string): Effect.Effect<StrategyView> =>
+      view: (strategyId: string): Effect.Effect<InstanceView> =>
         Effect.gen(function* () {
           const orders = yield* strategyOrders(strategyId)
-          const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>()))
+          const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, ListedPair>()))
           const allocation = settings.allocations.get(strategyId)
           // An instance with an allocation trades its own book, as its risk checks and its paper replay count it.
           const balances =
@@ -229,7 +231,7 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
       /** Positions, average cost, realized and unrealized PnL and fees of a strategy's fills; its own balances when it has an allocation. */
       portfolio: (strategyId: string): Effect.Effect<PortfolioSnapshot & { readonly balances?: ReadonlyMap<string, Decimal> }> =>
         Effect.gen(function* () {
-          const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, PairRules>()))
+          const pairs = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map<string, ListedPair>()))
           // Only the fills stored since the last read are read: the book keeps the rest.
           const figures = yield* books.figures(strategyId, pairs, yield* Clock.currentTimeMillis)
           for (const symbol of figures.symbols) yield* market.lastPrice(symbol)

@@ -20,7 +20,7 @@ import { Cancels } from "./Cancels.js"
 import { EngineBus } from "./EngineBus.js"
 import { Market } from "./Market.js"
 import { startOfUtcDay } from "./Portfolio.js"
-import { type Approved, type PairRules, type Refused, type RefusalReason } from "./Risk.js"
+import { type Approved, type ListedPair, type Refused, type RefusalReason } from "./Risk.js"
 import { type BatchInputs, decideBatch } from "./RiskBatch.js"
 import { Sender } from "./Sender.js"
 import { EngineSettings } from "./Settings.js"
@@ -61,7 +61,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     const riskInputs = (strategyId: string, placements: ReadonlyArray<PlaceIntent>, now: number) =>
       Effect.gen(function* () {
         const balances = yield* market.balances
-        const pairs: ReadonlyMap<string, PairRules> = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
+        const pairs: ReadonlyMap<string, ListedPair> = yield* market.pairs.pipe(Effect.orElseSucceed(() => new Map()))
         const lastPrices = new Map<string, Decimal | undefined>()
         for (const intent of placements) {
           if (pairs.has(intent.symbol) && !lastPrices.has(intent.symbol)) lastPrices.set(intent.symbol, yield* market.lastPrice(intent.symbol))

@@ -8,13 +8,9 @@ import type { Decimal } from "../domain/Decimal.js"
 import { logEvent } from "../log/Logger.js"
 import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
-import type { PairRules } from "./Risk.js"
+import type { Balance } from "../strategy/Strategy.js"
+import type { ListedPair } from "./Risk.js"
 import { EngineSettings } from "./Settings.js"
-
-export interface Balance {
-  readonly free: Decimal
-  readonly locked: Decimal
-}
 
 export interface BalanceSnapshot {
   /** Local time the wallet was read; orders accepted after it are not yet reflected in `free`. */
@@ -26,7 +22,7 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
   scoped: Effect.gen(function* () {
     const client = yield* SvcClient
     const settings = (yield* EngineSettings).market
-    const pairs = yield* Ref.make<{ readonly at: number; readonly bySymbol: ReadonlyMap<string, PairRules> }>({
+    const pairs = yield* Ref.make<{ readonly at: number; readonly bySymbol: ReadonlyMap<string, ListedPair> }>({
       at: Number.NEGATIVE_INFINITY,
       bySymbol: new Map()
     })
@@ -52,10 +48,10 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
             Effect.asVoid
           )
 
-    const refreshPairs: Effect.Effect<ReadonlyMap<string, PairRules>, SvcError> = Effect.gen(function* () {
+    const refreshPairs: Effect.Effect<ReadonlyMap<string, ListedPair>, SvcError> = Effect.gen(function* () {
       const list = yield* client.exchangeInfo()
       const now = yield* Clock.currentTimeMillis
-      const bySymbol = new Map(list.map((pair) => [pair.symbol, pair as PairRules]))
+      const bySymbol = new Map(list.map((pair) => [pair.symbol, pair as ListedPair]))
       yield* Ref.set(pairs, { at: now, bySymbol })
       return bySymbol
     })

@@ -4,7 +4,7 @@
  * recorded buy; its cost basis restarts when the position crosses zero.
  */
 import { Decimal, ZERO } from "../domain/Decimal.js"
-import type { PairRules } from "./Risk.js"
+import type { ListedPair } from "./Risk.js"
 
 export interface PortfolioFill {
   readonly symbol: string
@@ -67,7 +67,7 @@ const trade = (p: Position, qty: Decimal, price: Decimal): Pick<Position, "baseQ
   }
 }
 
-export const applyFill = (p: Position, fill: PortfolioFill, pair: Pick<PairRules, "base" | "quote"> | undefined): Position => {
+export const applyFill = (p: Position, fill: PortfolioFill, pair: Pick<ListedPair, "base" | "quote"> | undefined): Position => {
   const signed = fill.side === "buy" ? fill.baseQty : fill.baseQty.neg()
   const feeInBase = pair !== undefined && fill.feeAsset === pair.base
   const feeInQuote = pair === undefined || fill.feeAsset === pair.quote
@@ -80,7 +80,7 @@ export const applyFill = (p: Position, fill: PortfolioFill, pair: Pick<PairRules
 /** Folds fills (any order; they are sorted by time) into per-symbol positions and totals. */
 export const portfolio = (
   fills: ReadonlyArray<PortfolioFill>,
-  pairs: ReadonlyMap<string, Pick<PairRules, "base" | "quote">>,
+  pairs: ReadonlyMap<string, Pick<ListedPair, "base" | "quote">>,
   lastPrices: ReadonlyMap<string, Decimal>
 ): PortfolioSnapshot => {
   const bySymbol = new Map<string, Position>()
@@ -121,7 +121,7 @@ export const startOfUtcDay = (now: number): number => now - (now % DAY_MS)
  */
 export const dayPnl = (
   fills: ReadonlyArray<PortfolioFill>,
-  pairs: ReadonlyMap<string, Pick<PairRules, "base" | "quote">>,
+  pairs: ReadonlyMap<string, Pick<ListedPair, "base" | "quote">>,
   lastPrices: ReadonlyMap<string, Decimal>,
   now: number
 ): Decimal => {
@@ -138,7 +138,7 @@ export const dayPnl = (
 export const bookBalances = (
   allocation: Readonly<Record<string, Decimal>>,
   fills: ReadonlyArray<PortfolioFill & { readonly quoteQty: Decimal }>,
-  pairs: ReadonlyMap<string, Pick<PairRules, "base" | "quote">>
+  pairs: ReadonlyMap<string, Pick<ListedPair, "base" | "quote">>
 ): Map<string, Decimal> => {
   const balances = new Map<string, Decimal>(Object.entries(allocation))
   const move = (asset: string, amount: Decimal) => balances.set(asset, (balances.get(asset) ?? ZERO).plus(amount))

@@ -8,8 +8,11 @@ import { Decimal, ONE_BPS, quantize, ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import { MAX_SLIPPAGE_BPS, type OrderType, type Side } from "../svc/Dialect.js"
 
-/** Trading rules of a pair, as exchange-info lists them. */
-export interface PairRules {
+/**
+ * A pair and its trading rules as exchange-info lists them: its status may be one svcbot does
+ * not know (a strategy's `PairRules` sees only trading or halted).
+ */
+export interface ListedPair {
   readonly symbol: string
   readonly base: string
   readonly quote: string
@@ -34,7 +37,7 @@ export interface RiskLimits {
 }
 
 export interface RiskContext {
-  readonly pair: PairRules | undefined
+  readonly pair: ListedPair | undefined
   readonly lastPrice: Decimal | undefined
   /** Free balance of an asset minus what the strategy's in-flight intents will lock. */
   readonly available: (asset: string) => Decimal

@@ -8,9 +8,9 @@
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import type { OrderRow } from "../store/OrderJournal.js"
-import type { Balance } from "./Market.js"
+import type { Balance } from "../strategy/Strategy.js"
 import { stillHeld } from "./Portfolio.js"
-import { type Assessment, assess, type PairRules, type RiskLimits } from "./Risk.js"
+import { type Assessment, assess, type ListedPair, type RiskLimits } from "./Risk.js"
 
 /** What the risk checks read of an unfinished order. */
 export type HeldOrder = Pick<OrderRow, "strategyId" | "tag" | "lockAsset" | "lockAmount" | "limitPrice" | "baseQty" | "filledBaseQty" | "acceptedAt">
@@ -19,7 +19,7 @@ export type HeldOrder = Pick<OrderRow, "strategyId" | "tag" | "lockAsset" | "loc
 export interface BatchInputs {
   /** The wallet, and the local time it was read. */
   readonly balances: { readonly at: number; readonly byAsset: ReadonlyMap<string, Balance> }
-  readonly pairs: ReadonlyMap<string, PairRules>
+  readonly pairs: ReadonlyMap<string, ListedPair>
   readonly lastPrices: ReadonlyMap<string, Decimal | undefined>
   /** The strategy's PnL today (zero when no daily loss limit is set). */
   readonly dailyPnl: Decimal

@@ -7,7 +7,7 @@
  */
 import { Decimal, ZERO } from "../domain/Decimal.js"
 import { applyFill, emptyPosition, type PortfolioFill, type Position } from "./Portfolio.js"
-import type { PairRules } from "./Risk.js"
+import type { ListedPair } from "./Risk.js"
 
 export interface RoundTrip {
   readonly symbol: string
@@ -65,7 +65,7 @@ const close = (open: Open, position: Position, closedAt: number | undefined): Ro
 /** The round trips of one strategy's fills (oldest first, closed and still open), in the order they opened. */
 export const roundTrips = (
   fills: ReadonlyArray<PortfolioFill>,
-  pairs: ReadonlyMap<string, Pick<PairRules, "base" | "quote">>,
+  pairs: ReadonlyMap<string, Pick<ListedPair, "base" | "quote">>,
   stepSizes: ReadonlyMap<string, Decimal>
 ): ReadonlyArray<RoundTrip> => {
   const trips: Array<RoundTrip> = []

@@ -2,9 +2,9 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { Decimal, isMultipleOf, ZERO } from "../../src/domain/Decimal.js"
 import type { PlaceIntent } from "../../src/domain/Intent.js"
-import { assess, type PairRules, type RiskContext, type RiskLimits } from "../../src/engine/Risk.js"
+import { assess, type ListedPair, type RiskContext, type RiskLimits } from "../../src/engine/Risk.js"
 
-const pair: PairRules = {
+const pair: ListedPair = {
   symbol: "BTCUSDT",
   base: "BTC",
   quote: "USDT",

@@ -10,10 +10,10 @@ import { describe, expect, it } from "vitest"
 import { Decimal, ZERO } from "../../src/domain/Decimal.js"
 import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { stillHeld } from "../../src/engine/Portfolio.js"
-import { type Assessment, assess, type PairRules, type RiskLimits } from "../../src/engine/Risk.js"
+import { type Assessment, assess, type ListedPair, type RiskLimits } from "../../src/engine/Risk.js"
 import { type BatchInputs, decideBatch, type HeldOrder } from "../../src/engine/RiskBatch.js"
 
-const rules = (symbol: string, base: string): PairRules => ({
+const rules = (symbol: string, base: string): ListedPair => ({
   symbol,
   base,
   quote: "USDT",
