@@ -13,7 +13,7 @@ import { runBacktest } from "../src/backtest/Backtest.js"
 import { Decimal } from "../src/domain/Decimal.js"
 import { decodeParams } from "../src/strategy/Strategy.js"
 import { decodeAccounts, devAccounts, toFees, toPairSpec } from "../src/venue/Accounts.js"
-import type { Candle } from "../src/venue/Matching.js"
+import type { VenueCandle as Candle } from "../src/venue/Matching.js"
 import { syntheticCandles } from "../src/venue/Tape.js"
 import smaCrossover from "../strategies/sma-crossover.js"
 

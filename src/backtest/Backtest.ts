@@ -7,7 +7,7 @@
 import { Data, Either } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Balance } from "../strategy/Strategy.js"
-import type { Candle } from "../venue/Matching.js"
+import type { VenueCandle as Candle } from "../venue/Matching.js"
 import { CronSchedule } from "./CronSchedule.js"
 import type { Metrics, RunFill } from "./Metrics.js"
 import { isReplay, type Recording, ReplayRun } from "./ReplayRun.js"

@@ -11,7 +11,7 @@
  */
 import { Data, Either } from "effect"
 import { compact, type Decimal, fromString } from "../domain/Decimal.js"
-import type { Candle } from "../venue/Matching.js"
+import type { VenueCandle as Candle } from "../venue/Matching.js"
 
 export type { Candle }
 

@@ -5,7 +5,7 @@
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import type { CandleEvent, OpenOrder, OrderUpdateEvent, OrderUpdateKind } from "../strategy/Strategy.js"
-import type { Candle, OrderView, PlaceRequest } from "../venue/Matching.js"
+import type { VenueCandle as Candle, OrderView, PlaceRequest } from "../venue/Matching.js"
 
 export type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 

@@ -17,7 +17,7 @@ import { buyAndHold, buyAndHoldMarks, type BuyAndHold } from "../report/Benchmar
 import { CHART_APP, CHART_LIBRARY } from "../report/ChartScript.js"
 import { periodReturns, type PeriodReturn } from "../report/Monthly.js"
 import type { PlotSeries } from "../report/Plots.js"
-import type { Candle, PairSpec } from "../venue/Matching.js"
+import type { VenueCandle as Candle, PairSpec } from "../venue/Matching.js"
 import type { Metrics, RunFill } from "./Metrics.js"
 
 /** What the report needs of the pair: its assets, and its tick and step for display and for when a position is flat. */

@@ -46,7 +46,7 @@ import {
   type Handler,
   type HandlerResult
 } from "../strategy/Strategy.js"
-import { type Candle, type Fees, MatchingEngine, type PairSpec, type Retention } from "../venue/Matching.js"
+import { type VenueCandle as Candle, type Fees, MatchingEngine, type PairSpec, type Retention } from "../venue/Matching.js"
 import { candleEvent, type Mutable, openOrderOf, orderUpdate, toRequest } from "./Events.js"
 import { MetricsRecorder, type RunFill } from "./Metrics.js"
 

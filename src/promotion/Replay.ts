@@ -27,7 +27,7 @@ import { CARRIED, type HeardAt, type MissedOutcome } from "../backtest/ReplayRun
 import type { PlaceIntent } from "../domain/Intent.js"
 import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
-import type { Candle, PairSpec } from "../venue/Matching.js"
+import type { VenueCandle as Candle, PairSpec } from "../venue/Matching.js"
 import { allocationValue, type BookPair, pnlCurve, trackingErrorPct } from "./Book.js"
 import type { CarriedOrder, MissedOutcomeRow, PaperIntentRow, PaperRunEvidence, PaperSetup } from "./PaperStore.js"
 

@@ -4,7 +4,7 @@
  * The figures are exact; the curve is in doubles, as the strategy's own equity marks are.
  */
 import { type Decimal, toFloat } from "../domain/Decimal.js"
-import type { Candle } from "../venue/Matching.js"
+import type { VenueCandle as Candle } from "../venue/Matching.js"
 
 export interface BuyAndHold {
   readonly entryPrice: Decimal

@@ -4,7 +4,7 @@
  * starting equity), in UTC calendar months by each candle's open time.
  */
 import { type Decimal } from "../domain/Decimal.js"
-import type { Candle } from "../venue/Matching.js"
+import type { VenueCandle as Candle } from "../venue/Matching.js"
 
 export interface PeriodReturn {
   readonly year: number

@@ -5,7 +5,7 @@
  */
 import { toJsonNumber, type Decimal } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"
-import type { Fill, OrderView } from "./Orders.js"
+import type { VenueFill, OrderView } from "./Orders.js"
 
 /** Error codes of svc-venue that the spec does not name (docs/venue.md lists them). */
 export const VenueCode = {
@@ -70,7 +70,7 @@ export const orderJson = (o: OrderView) => ({
   updatedAt: o.updatedAt
 })
 
-export const fillJson = (f: Fill) => ({
+export const fillJson = (f: VenueFill) => ({
   fillId: f.fillId,
   clientOrderId: f.clientOrderId,
   symbol: f.symbol,

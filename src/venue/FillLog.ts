@@ -3,17 +3,17 @@
  * answers from them: pages newest first cut on `seq`, and the fills after a `seq`.
  */
 import { Fifo } from "./Fifo.js"
-import type { Fill } from "./Orders.js"
+import type { VenueFill } from "./Orders.js"
 
-const NO_FILLS: ReadonlyArray<Fill> = []
+const NO_FILLS: ReadonlyArray<VenueFill> = []
 
 export class FillLog {
-  private readonly fills = new Fifo<Fill>()
+  private readonly fills = new Fifo<VenueFill>()
 
   /** `maxCount`: the most fills kept; the oldest is forgotten when one more arrives. */
   constructor(private readonly maxCount: number) {}
 
-  push(fill: Fill): void {
+  push(fill: VenueFill): void {
     this.fills.push(fill)
     if (this.fills.length > this.maxCount) this.fills.shift()
   }
@@ -25,11 +25,11 @@ export class FillLog {
 
   /** One page of fills, newest first, older than the fill `beforeSeq` when given. */
   page(page: { readonly symbol?: string; readonly limit: number; readonly beforeSeq?: number }): {
-    readonly fills: ReadonlyArray<Fill>
+    readonly fills: ReadonlyArray<VenueFill>
     readonly hasOlder: boolean
   } {
     const all = this.fills
-    const out: Array<Fill> = []
+    const out: Array<VenueFill> = []
     let i = page.beforeSeq === undefined ? all.length - 1 : newestBefore(all, page.beforeSeq)
     for (; i >= 0 && out.length < page.limit; i--) {
       const fill = all.at(i)!
@@ -46,24 +46,24 @@ export class FillLog {
   }
 
   /** The fills after the fill `seq` (those a reader that has seen up to it has not), oldest first. */
-  after(seq: number): ReadonlyArray<Fill> {
+  after(seq: number): ReadonlyArray<VenueFill> {
     const all = this.fills
     let from = all.length
     while (from > 0 && all.at(from - 1)!.seq > seq) from--
     if (from === all.length) return NO_FILLS
-    const after: Array<Fill> = []
+    const after: Array<VenueFill> = []
     for (let i = from; i < all.length; i++) after.push(all.at(i)!)
     return after
   }
 
   /** Every fill kept, oldest first. */
-  all(): ReadonlyArray<Fill> {
+  all(): ReadonlyArray<VenueFill> {
     return this.fills.toArray()
   }
 }
 
 /** Index of the newest fill older than the fill `seq` (-1 for none): fills are kept in `seq` order. */
-const newestBefore = (fills: Fifo<Fill>, seq: number): number => {
+const newestBefore = (fills: Fifo<VenueFill>, seq: number): number => {
   let low = 0
   let high = fills.length
   while (low < high) {

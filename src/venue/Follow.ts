@@ -22,10 +22,11 @@ import { Context, Data, Duration, Effect, Either, Layer, type Scope } from "effe
 import { compact, sign, type Decimal } from "../domain/Decimal.js"
 import { parse } from "../domain/Json.js"
 import { logEvent } from "../log/Logger.js"
-import { type Candle as CandleRow, CandlesAnswer, decoderFor, ExchangeInfo, Ticker } from "../svc/Api.js"
+import { type Candle, CandlesAnswer, decoderFor, ExchangeInfo, Ticker } from "../svc/Api.js"
 import { defaultDialect } from "../svc/Dialect.js"
 import { type DecodeError, errorCodeOf } from "../svc/Errors.js"
-import { type Candle, type FollowSource, MINUTE_MS } from "./Tape.js"
+import type { VenueCandle } from "./PricePath.js"
+import { type FollowSource, MINUTE_MS } from "./Tape.js"
 import type { Venue } from "./Venue.js"
 
 export const DEFAULT_FOLLOW_POLL_MS = 1000
@@ -131,7 +132,7 @@ const codeOf = (json: unknown): string | undefined => {
   return typeof code === "string" ? code : undefined
 }
 
-const toCandle = (row: CandleRow): Candle => ({
+const toCandle = (row: Candle): VenueCandle => ({
   openTimeMs: row.openTime,
   open: compact(row.open),
   high: compact(row.high),
@@ -240,11 +241,11 @@ export const followVenue = (venue: Venue, source: FollowSource): Effect.Effect<v
         (price) => new FollowedUnavailable({ endpoint: paths.ticker, detail: `${symbol}: the last price ${price.toFixed()} is not positive` })
       )
 
-    const fetchCandles = (symbol: string, limit: number): Effect.Effect<ReadonlyArray<CandleRow>, FollowError> =>
+    const fetchCandles = (symbol: string, limit: number): Effect.Effect<ReadonlyArray<Candle>, FollowError> =>
       Effect.map(get(paths.candles, { symbol, interval: "1m", limit: String(limit) }, decodeCandles), (answer) => answer.candles)
 
     /** The followed venue's candles in place of the ones recorded here; the one still open stays open. */
-    const adopt = (symbol: string, rows: ReadonlyArray<CandleRow>): void => {
+    const adopt = (symbol: string, rows: ReadonlyArray<Candle>): void => {
       const recorder = venue.tapes.get(symbol)?.recorder
       const nowMs = venue.now()
       for (const row of rows) recorder?.adopt(toCandle(row), row.openTime + MINUTE_MS > nowMs)

@@ -27,14 +27,14 @@ import { BOOK_LEVELS, BookSide, levelSpacing } from "./Book.js"
 import { Fifo } from "./Fifo.js"
 import { FillLog } from "./FillLog.js"
 import { planMarket } from "./MarketPlan.js"
-import { byPlacement, type EngineOrder, type Fill, type OrderView, type PairSpec, type PairStatus, type PlaceRequest, type BalanceRow, view } from "./Orders.js"
+import { byPlacement, type EngineOrder, type VenueFill, type OrderView, type PairSpec, type PairStatus, type PlaceRequest, type BalanceRow, view } from "./Orders.js"
 import { placementProblem, type Refusal, refuse, RefusalCode } from "./PlaceRules.js"
-import type { Candle } from "./PricePath.js"
+import type { VenueCandle } from "./PricePath.js"
 import { restingOrders, stopOrders, stopReached, type Waiting } from "./Waiting.js"
 
 // The engine's vocabulary, where the backtester and the reports take it from.
-export type { Fill, OrderView, PairSpec, PlaceRequest } from "./Orders.js"
-export type { Candle } from "./PricePath.js"
+export type { VenueFill, OrderView, PairSpec, PlaceRequest } from "./Orders.js"
+export type { VenueCandle } from "./PricePath.js"
 
 export interface Fees {
   readonly maker: Decimal
@@ -453,7 +453,7 @@ export class MatchingEngine {
       this.ended(order)
     }
     this.fillSeq += 1
-    const record: Fill = {
+    const record: VenueFill = {
       seq: this.fillSeq,
       fillId: `fl_${this.idPrefix}${String(this.fillSeq).padStart(10, "0")}`,
       clientOrderId: order.clientOrderId,
@@ -510,7 +510,7 @@ export class MatchingEngine {
   }
 
   /** Feeds a candle as its price path: open, then the nearer extreme, the other extreme, close. */
-  onCandle(symbol: string, candle: Candle, nowMs: number): void {
+  onCandle(symbol: string, candle: VenueCandle, nowMs: number): void {
     if (this.resting.get(symbol)?.orders.length === 0 && this.stops.get(symbol)?.orders.length === 0) {
       // Nothing waits for the tape: only where the path ends matters.
       this.prices.set(symbol, candle.close)
@@ -547,7 +547,7 @@ export class MatchingEngine {
 
   /** One page of fills, newest first, older than the fill `beforeSeq` when given. */
   fills(uid: number, page: { readonly symbol?: string; readonly limit: number; readonly beforeSeq?: number }): {
-    readonly fills: ReadonlyArray<Fill>
+    readonly fills: ReadonlyArray<VenueFill>
     readonly hasOlder: boolean
   } {
     return this.account(uid).fills.page(page)
@@ -562,12 +562,12 @@ export class MatchingEngine {
   }
 
   /** The account's fills after the fill `seq` (those a reader that has seen up to it has not), oldest first. */
-  fillsAfter(uid: number, seq: number): ReadonlyArray<Fill> {
+  fillsAfter(uid: number, seq: number): ReadonlyArray<VenueFill> {
     return this.account(uid).fills.after(seq)
   }
 
   /** Every fill of an account still kept, oldest first. */
-  allFills(uid: number): ReadonlyArray<Fill> {
+  allFills(uid: number): ReadonlyArray<VenueFill> {
     return this.account(uid).fills.all()
   }
 }

@@ -50,7 +50,8 @@ export interface OrderView extends OrderTerms {
   readonly updatedAt: number
 }
 
-export interface Fill {
+/** The venue's record of a fill; the client reads it as the wire `Fill` of src/svc/Api.ts. */
+export interface VenueFill {
   /** Position in the venue-wide fill sequence; pages of fills are cut on it. */
   readonly seq: number
   readonly fillId: string

@@ -3,7 +3,8 @@
  */
 import { compare, type Decimal } from "../domain/Decimal.js"
 
-export interface Candle {
+/** A candle as the venue's tape makes it and its engine is fed it (a backtest's too); the client reads the wire `Candle` of src/svc/Api.ts. */
+export interface VenueCandle {
   readonly openTimeMs: number
   readonly open: Decimal
   readonly high: Decimal
@@ -13,7 +14,7 @@ export interface Candle {
 }
 
 /** The candle's price path: bullish candles dip first, bearish ones spike first (`onCandle` walks the same path). */
-export const candlePath = (candle: Candle): ReadonlyArray<Decimal> =>
+export const candlePath = (candle: VenueCandle): ReadonlyArray<Decimal> =>
   compare(candle.close, candle.open) >= 0
     ? [candle.open, candle.low, candle.high, candle.close]
     : [candle.open, candle.high, candle.low, candle.close]

@@ -10,9 +10,7 @@
  */
 import { compact, Decimal, fromString, quantize } from "../domain/Decimal.js"
 import { bookAround, type Book, type BookShape } from "./Book.js"
-import { candlePath, type Candle } from "./PricePath.js"
-
-export type { Candle }
+import { candlePath, type VenueCandle } from "./PricePath.js"
 
 export const MINUTE_MS = 60_000
 
@@ -106,11 +104,11 @@ export const STEPS_PER_CANDLE = 12
 export const syntheticCandles = (
   count: number,
   options: WalkOptions & { readonly startMs?: number; readonly intervalMs?: number }
-): ReadonlyArray<Candle> => {
+): ReadonlyArray<VenueCandle> => {
   const walk = new PriceWalk(options)
   const intervalMs = options.intervalMs ?? MINUTE_MS
   const startMs = options.startMs ?? 0
-  const candles = new Array<Candle>(count)
+  const candles = new Array<VenueCandle>(count)
   let open = walk.price
   for (let i = 0; i < count; i++) {
     const candle = walkCandle(walk, startMs + i * intervalMs, open)
@@ -125,7 +123,7 @@ export const syntheticCandles = (
  * counted in whole ticks and steps, and only the candle's own prices and volume
  * become Decimals, which are exactly the same values.
  */
-const walkCandle = (walk: PriceWalk, openTimeMs: number, open: Decimal = walk.price): Candle => {
+const walkCandle = (walk: PriceWalk, openTimeMs: number, open: Decimal = walk.price): VenueCandle => {
   const openTicks = walk.priceTicks
   let highTicks = openTicks
   let lowTicks = openTicks
@@ -147,8 +145,8 @@ export class InvalidCsv extends Error {
 }
 
 /** Parses `open_time_ms,open,high,low,close,volume` lines (a header line is allowed), oldest first. */
-export const parseOhlcvCsv = (text: string): ReadonlyArray<Candle> => {
-  const candles: Array<Candle> = []
+export const parseOhlcvCsv = (text: string): ReadonlyArray<VenueCandle> => {
+  const candles: Array<VenueCandle> = []
   const lines = text.split(/\r?\n/)
   lines.forEach((raw, index) => {
     const line = raw.trim()
@@ -180,7 +178,7 @@ export const parseOhlcvCsv = (text: string): ReadonlyArray<Candle> => {
 
 /** Collects prices into fixed one-minute candles on the tape's clock. */
 export class CandleRecorder {
-  private readonly closed: Array<Candle> = []
+  private readonly closed: Array<VenueCandle> = []
   private current: { openTimeMs: number; open: Decimal; high: Decimal; low: Decimal; close: Decimal; volume: Decimal } | undefined
 
   constructor(private readonly maxCandles = 10_000) {}
@@ -207,7 +205,7 @@ export class CandleRecorder {
    * candle is still open; it becomes the current one and takes the prices recorded next.
    * The followed candle wins because it saw every trade, the polls only some of them.
    */
-  adopt(candle: Candle, forming: boolean): void {
+  adopt(candle: VenueCandle, forming: boolean): void {
     const current = this.current
     if (current !== undefined && candle.openTimeMs >= current.openTimeMs) {
       if (candle.openTimeMs > current.openTimeMs) this.push({ ...current })
@@ -228,7 +226,7 @@ export class CandleRecorder {
   }
 
   /** Appends a finished candle (history or replay). */
-  push(candle: Candle): void {
+  push(candle: VenueCandle): void {
     const last = this.closed[this.closed.length - 1]
     if (last !== undefined && candle.openTimeMs <= last.openTimeMs) return
     this.closed.push(candle)
@@ -236,9 +234,9 @@ export class CandleRecorder {
   }
 
   /** Candles of `intervalMs` (a multiple of one minute), oldest first, the last `limit` that open before `beforeMs`. */
-  candles(intervalMs: number, limit: number, beforeMs?: number): ReadonlyArray<Candle> {
+  candles(intervalMs: number, limit: number, beforeMs?: number): ReadonlyArray<VenueCandle> {
     const minutes = this.current === undefined ? this.closed : [...this.closed, { ...this.current }]
-    const merged: Array<Candle> = []
+    const merged: Array<VenueCandle> = []
     for (const c of minutes) {
       const openTimeMs = Math.floor(c.openTimeMs / intervalMs) * intervalMs
       const last = merged[merged.length - 1]
@@ -262,7 +260,7 @@ export class CandleRecorder {
 
 export type TapeSource =
   | { readonly kind: "synthetic"; readonly seed: number; readonly volatilityBps?: number }
-  | { readonly kind: "csv"; readonly candles: ReadonlyArray<Candle> }
+  | { readonly kind: "csv"; readonly candles: ReadonlyArray<VenueCandle> }
   | { readonly kind: "manual" }
   | FollowSource
 

@@ -8,7 +8,7 @@ import type { ComparableFill } from "../../src/backtest/Parity.js"
 import { type Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
 import type { StrategyDefinition } from "../../src/strategy/Strategy.js"
 import { decodeAccounts, devAccounts, devTradeKey, toFees, toPairSpec } from "../../src/venue/Accounts.js"
-import type { Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
 import type { TestVenue } from "./venue.js"
 
 /** The dev account's starting balance of an asset. */

@@ -14,7 +14,7 @@ import { compareFillsByIntent, describeIntentMismatches, fillsByIntent, type Int
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../../src/domain/Intent.js"
 import { defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
-import type { Candle, PairSpec } from "../../src/venue/Matching.js"
+import type { VenueCandle as Candle, PairSpec } from "../../src/venue/Matching.js"
 import { d, MIN, T0, testPair } from "../support/pair.js"
 
 const SEC = 1000

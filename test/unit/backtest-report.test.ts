@@ -10,7 +10,7 @@ import { periodReturns } from "../../src/report/Monthly.js"
 import { PlotFailed, plotRecorder } from "../../src/report/Plots.js"
 import { decodeParams, defineStrategy, result } from "../../src/strategy/Strategy.js"
 import { decodeAccounts, devAccounts, toFees, toPairSpec } from "../../src/venue/Accounts.js"
-import type { Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
 

@@ -9,7 +9,7 @@ import { runBacktest } from "../../src/backtest/Backtest.js"
 import type { ReplayTiming } from "../../src/backtest/ReplayRun.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { defineStrategy, result } from "../../src/strategy/Strategy.js"
-import type { Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
 import { d, T0, testPair } from "../support/pair.js"
 
 const HOUR = 3_600_000

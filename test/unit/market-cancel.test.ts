@@ -11,7 +11,7 @@ import type { Intent } from "../../src/domain/Intent.js"
 import { cancelOrder, isCancellable } from "../../src/strategy/orders.js"
 import { defineStrategy, result } from "../../src/strategy/Strategy.js"
 import { openOrderOf } from "../../src/strategy/testing.js"
-import type { Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
 import { d, MIN, T0, testPair } from "../support/pair.js"
 
 

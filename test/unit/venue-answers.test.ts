@@ -2,7 +2,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { answer, fillJson, plainAnswer } from "../../src/venue/Answers.js"
-import type { Fill } from "../../src/venue/Matching.js"
+import type { VenueFill } from "../../src/venue/Matching.js"
 
 /** Amounts as the venue keeps them: up to 18 integer and 18 fraction digits, zero included. */
 const amount = fc
@@ -22,7 +22,7 @@ const fill = fc.record({
   fee: amount,
   feeAsset: fc.constantFrom("BTC", "USDT"),
   time: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })
-}) as fc.Arbitrary<Fill>
+}) as fc.Arbitrary<VenueFill>
 
 describe("venue answers written without the exact-number writer", () => {
   it("a fills page reads exactly as the exact writer writes it", () => {
