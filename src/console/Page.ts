@@ -107,7 +107,7 @@ const APP = String.raw`
     $("token-input").value = "";
     $("token-panel").classList.remove("open");
     var next = afterToken; afterToken = null;
-    if (next) next(); else { loadAll(); connect(); }
+    if (next) next(); else start();
   }
   $("token-save").addEventListener("click", saveToken);
   $("token-input").addEventListener("keydown", function (e) { if (e.key === "Enter") saveToken(); });
@@ -168,7 +168,8 @@ const APP = String.raw`
     var p = state.promotions[id], art = card(id);
     if (!p) return;
     var next = p.nextStage === null ? "" : p.nextGate.length === 0 ? "; " + p.nextStage + " gate passes" :
-      "; for " + p.nextStage + ": " + p.nextGate.map(function (g) { return g.gate + " needs " + g.required + " (has " + g.actual + ")"; }).join(", ");
+      "; for " + p.nextStage + ": " + p.nextGate.slice(0, 2).map(function (g) { return g.gate + " needs " + g.required + " (has " + g.actual + ")"; }).join(", ") +
+      (p.nextGate.length > 2 ? " and " + (p.nextGate.length - 2) + " more gates" : "");
     art.querySelector(".promotion").textContent = "stage " + p.stage + ", " + p.evidenceDays + " evidence days, " + p.fillsCompared + " fills compared, " + p.mismatches + " mismatches" + next;
   }
 
@@ -289,10 +290,11 @@ const APP = String.raw`
 
   function loadInstances() {
     return api("/api/v1/instances").then(function (r) {
-      if (r.status !== 200) return;
+      if (r.status !== 200) return false;
       state.instances = r.body.instances;
       r.body.instances.forEach(renderInstance);
       $("instances").setAttribute("data-count", String(r.body.instances.length));
+      return true;
     });
   }
   function loadOrders() { return api("/api/v1/orders?open=true&limit=1000").then(function (r) { if (r.status === 200) renderOrders(r.body.orders); }); }
@@ -311,9 +313,11 @@ const APP = String.raw`
     });
   }
   function loadAll() {
-    return loadInstances().then(function () {
-      return Promise.all([loadOrders(), loadHealth(), loadPromotions()].concat(state.instances.map(function (row) { return Promise.all([loadFills(row.id), loadPnl(row.id)]); })));
-    }).then(function () { document.body.setAttribute("data-loaded", "true"); });
+    return loadInstances().then(function (ok) {
+      if (!ok) return;
+      return Promise.all([loadOrders(), loadHealth(), loadPromotions()].concat(state.instances.map(function (row) { return Promise.all([loadFills(row.id), loadPnl(row.id)]); })))
+        .then(function () { document.body.setAttribute("data-loaded", "true"); });
+    });
   }
 
   function onEvent(type, data) {
@@ -345,7 +349,7 @@ const APP = String.raw`
   }
 
   // The event stream, read with fetch so the token can travel in a header.
-  var retryMs = 1000, streaming = false;
+  var retryMs = 1000, streaming = false, reconnecting = false;
   function connect() {
     if (streaming) return;
     streaming = true;
@@ -357,7 +361,8 @@ const APP = String.raw`
       document.body.setAttribute("data-stream", "open");
       retryMs = 1000;
       // What happened while the stream was down is read afresh.
-      loadAll();
+      if (reconnecting) loadAll();
+      reconnecting = true;
       var reader = res.body.getReader(), decoder = new TextDecoder(), buffer = "";
       function pump() {
         return reader.read().then(function (chunk) {
@@ -413,8 +418,19 @@ const APP = String.raw`
     send();
   });
 
-  loadAll();
-  connect();
+  // Whether the daemon wants a token and takes this tab's: asked without a 401, which a browser reports as an error.
+  function start() {
+    api("/api/v1/session").then(function (r) {
+      if (r.body.tokenConfigured && !r.body.authorized) {
+        if (state.token) { sessionStorage.removeItem(TOKEN_KEY); state.token = null; askToken("That token was refused; enter the daemon's health token."); }
+        else askToken("The daemon wants its health token to show its state.");
+        return;
+      }
+      loadAll();
+      connect();
+    });
+  }
+  start();
 })();
 `
 
