@@ -10,14 +10,15 @@
  * A fill belongs to a strategy through its order (the fill's clientOrderId), and
  * an order learns its clientOrderId only when its placement is answered or a lost
  * placement is found. Fills the ledger stored before that moment are added at the
- * next read (the journal says when, in the same synchronous step); fills stored
- * after it arrive with the next read like any other.
+ * next read: `OrderMoves` hands the journal's attributions on (`attributed`) in the
+ * same synchronous step as the commit that makes them, so no read comes between.
+ * Fills stored after it arrive with the next read like any other.
  */
 import { Effect } from "effect"
 import { Decimal, ZERO } from "../domain/Decimal.js"
 import { Database } from "../store/Database.js"
 import type { FillTableRow } from "../store/FillLedger.js"
-import { OrderJournal } from "../store/OrderJournal.js"
+import type { Attribution } from "../store/OrderJournal.js"
 import { applyFill, bookFillOf, emptyPosition, type PortfolioFill, type PortfolioSnapshot, type Position, startOfUtcDay } from "./Portfolio.js"
 import type { ListedPair } from "./Risk.js"
 
@@ -127,7 +128,6 @@ export interface StrategyFigures {
 export class Books extends Effect.Service<Books>()("svcbot/Books", {
   effect: Effect.gen(function* () {
     const { sqlite } = yield* Database
-    const journal = yield* OrderJournal
     const q = {
       lastRowid: sqlite.prepare<[], { n: number }>("SELECT COALESCE(MAX(rowid), 0) AS n FROM fills"),
       all: sqlite.prepare<[string], FillTableRow>(
@@ -145,16 +145,6 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
     }
     /** One book per strategy instance that has been read. */
     const books = new Map<string, InstanceBook>()
-    // Read at the next read with the watermark of the read before: its fills up to there were not the strategy's then.
-    yield* journal.onAttributed((strategyId, clientOrderId) => {
-      const book = books.get(strategyId)
-      if (book === undefined || book.stale) return
-      book.attributed.add(clientOrderId)
-      if (book.attributed.size > MAX_PENDING_ATTRIBUTIONS) {
-        book.stale = true
-        book.attributed.clear()
-      }
-    })
 
     const fold = (strategyId: string, pairs: Pairs, now: number): InstanceBook => {
       const book = new InstanceBook(startOfUtcDay(now))
@@ -225,6 +215,22 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
       /** The strategy's figures with every fill the ledger holds for it now. */
       figures: (strategyId: string, pairs: Pairs, now: number): Effect.Effect<StrategyFigures> =>
         Effect.sync(() => figures(read(strategyId, pairs, now), pairs)),
+      /**
+       * Told of strategy orders that got their clientOrderId (plain: in the same synchronous step
+       * as the journal's commit). Read at the next read with the watermark of the read before:
+       * their fills up to there were not the strategy's then.
+       */
+      attributed: (attributions: ReadonlyArray<Attribution>): void => {
+        for (const { strategyId, clientOrderId } of attributions) {
+          const book = books.get(strategyId)
+          if (book === undefined || book.stale) continue
+          book.attributed.add(clientOrderId)
+          if (book.attributed.size > MAX_PENDING_ATTRIBUTIONS) {
+            book.stale = true
+            book.attributed.clear()
+          }
+        }
+      }
     }
   })
 }) {}

@@ -1,8 +1,9 @@
 /**
  * Order moves: the one way an order moves along the state machine outside a
- * submit. Each batch of moves is one journal transaction; every change is then
- * logged under its catalog name and published on the bus in one publish, and
- * finished orders with fills have the fills synced. The sender records answers
+ * submit. Each batch of moves is one journal transaction; the strategy orders it
+ * named are handed to the books at once; every change is then logged under its
+ * catalog name and published on the bus in one publish, and finished orders with
+ * fills have the fills synced. The sender records answers
  * through it, the tracker what polls saw, reconciliation what it found.
  */
 import { Clock, Effect, LogLevel } from "effect"
@@ -11,6 +12,7 @@ import { EventCatalog, type EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
 import { type Move, OrderJournal, type OrderPatch, type OrderRow } from "../store/OrderJournal.js"
 import { STOPPING } from "./AccountBlock.js"
+import { Books } from "./Books.js"
 import { Cancels } from "./Cancels.js"
 import { EngineBus } from "./EngineBus.js"
 
@@ -42,6 +44,7 @@ export class OrderMoves extends Effect.Service<OrderMoves>()("svcbot/OrderMoves"
     const journal = yield* OrderJournal
     const bus = yield* EngineBus
     const cancels = yield* Cancels
+    const books = yield* Books
 
     /**
      * Logs the state changes of a batch (one commit's) and tells subscribers in one publish.
@@ -96,7 +99,12 @@ export class OrderMoves extends Effect.Service<OrderMoves>()("svcbot/OrderMoves"
     const moveMany = (moves: ReadonlyArray<Move>, options: { readonly fillsSynced?: boolean } = {}) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        const outcomes = yield* journal.transitionMany(moves, now)
+        const outcomes = yield* Effect.sync(() => {
+          const applied = journal.applyMoves(moves, now)
+          // In the same synchronous step as the commit: no read of the books comes between.
+          books.attributed(applied.attributed)
+          return applied.outcomes
+        })
         const rows: Array<OrderRow | undefined> = []
         const moved: Array<OrderRow> = []
         const details: Array<string | undefined> = []

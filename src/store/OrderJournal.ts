@@ -104,6 +104,17 @@ export interface Move {
   readonly detail?: string | undefined
 }
 
+/** A strategy order that got its clientOrderId: its fills are the strategy's from then on. */
+export interface Attribution {
+  readonly strategyId: string
+  readonly clientOrderId: string
+}
+
+export interface AppliedMoves {
+  readonly outcomes: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>
+  readonly attributed: ReadonlyArray<Attribution>
+}
+
 /** The journal's writes and reads inside one transaction (`OrderJournal.batch`): plain calls, no Effect. */
 export interface JournalBatch {
   readonly journalPlacement: (input: PlacementInput) => OrderRow
@@ -172,8 +183,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       return statement
     }
 
-    /** Told of each strategy order that gets its clientOrderId, inside the transaction that gives it. */
-    const attributionListeners: Array<(strategyId: string, clientOrderId: string) => void> = []
     /** Unfinished orders by id, in id order (ids grow, and a Map keeps insertion order). */
     const open = new Map<number, OrderRow>()
     const openByClientOrderId = new Map<string, OrderRow>()
@@ -237,9 +246,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       }
       statement.run(...values, after.orderId)
       hold(after)
-      if (before.clientOrderId === null && after.clientOrderId !== null && after.strategyId !== null) {
-        for (const listener of attributionListeners) listener(after.strategyId, after.clientOrderId)
-      }
       return after
     }
 
@@ -343,7 +349,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
        */
       batch: <A>(work: (journal: JournalBatch) => A): Effect.Effect<A> => Effect.sync(() => writing(() => work(batchApi))),
 
-      /** Moves an order along the state machine and records the event, in one transaction. */
+      /** Moves an order along the state machine and records the event, in one transaction (the engine moves orders through `applyMoves`). */
       transition: (
         orderId: number,
         event: OrderEvent,
@@ -356,7 +362,29 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
           return Either.isLeft(outcome) ? Effect.fail(outcome.left) : Effect.succeed(outcome.right)
         }),
 
-      /** Several moves in one transaction, each checked on its own. */
+      /**
+       * Several moves in one transaction, each checked on its own; plain, and with the strategy
+       * orders among them that got their clientOrderId (a placement answered, a lost one found):
+       * the fills the ledger holds for that id belong to the strategy from then on. The caller
+       * hands these on to the books in the same synchronous step (`OrderMoves`), so that no read
+       * of the books comes between the commit and the hand-off. The one way to give an order its
+       * clientOrderId.
+       */
+      applyMoves: (moves: ReadonlyArray<Move>, now: number): AppliedMoves =>
+        writing(() => {
+          const attributed: Array<Attribution> = []
+          const outcomes = moves.map((m) => {
+            const named = getById(m.orderId).clientOrderId !== null
+            const outcome = move(m, now)
+            if (!named && Either.isRight(outcome) && outcome.right.clientOrderId !== null && outcome.right.strategyId !== null) {
+              attributed.push({ strategyId: outcome.right.strategyId, clientOrderId: outcome.right.clientOrderId })
+            }
+            return outcome
+          })
+          return { outcomes, attributed }
+        }),
+
+      /** Several moves in one transaction, each checked on its own (the sender's marks and withdrawals: none names an order; `applyMoves` does). */
       transitionMany: (moves: ReadonlyArray<Move>, now: number): Effect.Effect<ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>> =>
         moves.length === 0 ? Effect.succeed([]) : Effect.sync(() => writing(() => moves.map((m) => move(m, now)))),
 
@@ -464,16 +492,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map((raw) => open.get(raw.order_id) ?? toRow(raw))),
       /** Every order that has not reached a terminal state, of all strategies and external ones. */
       unfinished: Effect.sync(unfinished),
-      /**
-       * Calls `listener` whenever a strategy's order gets its clientOrderId (its placement was
-       * answered, or a lost one was found), synchronously, inside the transaction that gives it:
-       * nothing else reads or writes between the two. The fills the ledger holds for that id
-       * belong to the strategy from then on.
-       */
-      onAttributed: (listener: (strategyId: string, clientOrderId: string) => void): Effect.Effect<void> =>
-        Effect.sync(() => {
-          attributionListeners.push(listener)
-        }),
       all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(toRow)),
       /** Orders marked lost that no operator has acknowledged yet. */
       lostUnacknowledged: Effect.sync(() => (q.lostUnacknowledged.all() as Array<RawOrder>).map(toRow)),

@@ -111,9 +111,13 @@ const placeOrder = (strategyId: string, symbol: string) =>
     return order.orderId
   })
 
-/** The placement's answer: the order gets its clientOrderId (the journal tells the books). */
+/** The placement's answer: the order gets its clientOrderId, and the journal's attribution is handed to the books as OrderMoves does. */
 const accept = (orderId: number, clientOrderId: string) =>
-  Effect.flatMap(OrderJournal, (journal) => journal.transition(orderId, "accept", { clientOrderId, acceptedAt: NOON }, NOON))
+  Effect.gen(function* () {
+    const journal = yield* OrderJournal
+    const books = yield* Books
+    yield* Effect.sync(() => books.attributed(journal.applyMoves([{ orderId, event: "accept", patch: { clientOrderId, acceptedAt: NOON } }], NOON).attributed))
+  })
 
 const expectSame = (figures: StrategyFigures, fills: ReadonlyArray<PortfolioFill & { readonly quoteQty: Decimal }>, pairs: typeof ALL_PAIRS, now: number) => {
   const want = portfolio(fills, pairs, PRICES)
