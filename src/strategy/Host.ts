@@ -112,6 +112,9 @@ const RESUME_POLL_MS = 1000
 /** The code of an entry refused while an operator has the instance's entries stopped. */
 export const ENTRIES_STOPPED = "entries-stopped"
 
+/** How long a refused entry waits for its answer: a strategy that asks again on every refusal must not spin. */
+const ENTRY_ANSWER_DELAY_MS = 5000
+
 /** Codes of the host's own refusals: answers to intents it held back, which are not the venue's or the risk check's. */
 const HELD_CODES: ReadonlySet<string> = new Set<Admission | typeof ENTRIES_STOPPED>(["backoff", "throttled", ENTRIES_STOPPED])
 
@@ -376,22 +379,31 @@ export const runInstance = (
           if (verdict === "admit") through.push(intent)
           else held.push({ tag: intent.tag, kind: "refused", code: verdict, filledBaseQty: ZERO })
         }
-        yield* scheduleFlush(at)
+        if (held.length > 0 && flushAt === undefined) {
+          flushAt = heldUntil(pressure, at)
+          yield* Effect.forkIn(Effect.zipRight(Effect.sleep(Math.max(0, flushAt - at)), flushHeld), scope)
+        }
         return through
       })
 
-    const scheduleFlush = (at: number) =>
-      Effect.suspend(() => {
-        if (held.length === 0 || flushAt !== undefined) return Effect.void
-        flushAt = heldUntil(pressure, at)
-        return Effect.asVoid(Effect.forkIn(Effect.zipRight(Effect.sleep(Math.max(0, flushAt - at)), flushHeld), scope))
-      })
+    /** Refused entries not answered yet; answered together, ENTRY_ANSWER_DELAY_MS after the first. */
+    const entryAnswers: Array<OrderUpdateEvent> = []
+    const answerEntriesLater = Effect.suspend(() =>
+      Effect.asVoid(
+        Effect.forkIn(
+          Effect.delay(
+            Effect.sync(() => {
+              for (const event of entryAnswers.splice(0)) push({ _tag: "OrderUpdate", event })
+            }),
+            ENTRY_ANSWER_DELAY_MS
+          ),
+          scope
+        )
+      )
+    )
 
-    /**
-     * Placements that are not entries while entries are stopped. A refused entry is answered when
-     * held-back placements are, not at once: a strategy that asks again on every refusal must not spin.
-     */
-    const withoutEntries = (intents: ReadonlyArray<Intent>, account: AccountView, at: number) =>
+    /** Placements that are not entries while entries are stopped; the entries are refused, answered a little later. */
+    const withoutEntries = (intents: ReadonlyArray<Intent>, account: AccountView) =>
       Effect.gen(function* () {
         if (!entriesStopped) return intents
         const positions = new Map<string, Decimal>()
@@ -414,13 +426,13 @@ export const runInstance = (
           const key = `${intent.symbol}:${intent.side}`
           const already = exiting.get(key) ?? ZERO
           if (isEntry(intent, position, already)) {
-            held.push({ tag: intent.tag, kind: "refused", code: ENTRIES_STOPPED, filledBaseQty: ZERO })
+            if (entryAnswers.length === 0) yield* answerEntriesLater
+            entryAnswers.push({ tag: intent.tag, kind: "refused", code: ENTRIES_STOPPED, filledBaseQty: ZERO })
             continue
           }
           if ("baseQty" in intent) exiting.set(key, already.plus(intent.baseQty))
           kept.push(intent)
         }
-        yield* scheduleFlush(at)
         return kept
       })
 
@@ -579,7 +591,7 @@ export const runInstance = (
           state = outcome.state
           if (emitted.length > 0) {
             // A pausing instance places nothing more; held-back intents never reach the outbox.
-            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(yield* withoutEntries(emitted, account, now()), now())
+            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(yield* withoutEntries(emitted, account), now())
             unsaved.push(...intents)
           }
           if (unsaved.length > 0 || pauseFor !== undefined) {
