@@ -2,8 +2,8 @@
  * A market order against the synthetic book: the fills it takes level by level, as long
  * as the level's price stays within its slippage bound of the reference price.
  */
-import { compare, type Decimal, min, ONE_BPS, toFloat } from "../domain/Decimal.js"
-import { type BookSide, divideDownFast, ESTIMATE_ERROR } from "./Book.js"
+import { compare, type Decimal, divideDownFast, ESTIMATE_ERROR, min, ONE_BPS, toFloat } from "../domain/Decimal.js"
+import type { BookSide } from "./Book.js"
 import type { EngineOrder, PairSpec } from "./Orders.js"
 
 export interface PlannedFill {
