@@ -17,6 +17,7 @@ import type { PlacementTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
 import { INSERTED_COLUMNS, insertedValues, MUTABLE_COLUMNS, type OrderPatch, type OrderRow, patched, type RawOrder, toRow } from "./OrderRow.js"
+import { StrategyOutbox } from "./StrategyOutbox.js"
 
 export type { OrderOrigin, OrderPatch, OrderRow } from "./OrderRow.js"
 
@@ -131,6 +132,7 @@ const FINISHED = [...TERMINAL_STATES].map((state) => `'${state}'`).join(", ")
 export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJournal", {
   effect: Effect.gen(function* () {
     const { sqlite } = yield* Database
+    const outbox = yield* StrategyOutbox
     const q = {
       nextSeq: sqlite.prepare("SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM intents WHERE strategy_id = ?"),
       insertIntent: sqlite.prepare(
@@ -140,7 +142,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       insertEvent: sqlite.prepare(
         "INSERT INTO order_events (order_id, from_state, to_state, kind, code, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
       ),
-      takeOutbox: sqlite.prepare("DELETE FROM strategy_outbox WHERE id = ?"),
       byId: sqlite.prepare("SELECT * FROM orders WHERE order_id = ?"),
       byClientOrderId: sqlite.prepare("SELECT * FROM orders WHERE client_order_id = ?"),
       byIntent: sqlite.prepare("SELECT * FROM orders WHERE intent_id = ?"),
@@ -272,7 +273,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
 
     /** Journals one intent; the strategy outbox row it came from goes in the same transaction. */
     const insertIntent = (strategyId: string, tag: string, type: string, body: string, now: number, refusal: string | null, outboxId: number | undefined) => {
-      if (outboxId !== undefined) q.takeOutbox.run(outboxId)
+      if (outboxId !== undefined) outbox.take(outboxId)
       const seq = (seqs.get(strategyId) ?? (q.nextSeq.get(strategyId) as { seq: number }).seq - 1) + 1
       const intentId = intentIdOf(strategyId, seq)
       q.insertIntent.run(intentId, strategyId, seq, tag, type, body, refusal === null ? "approved" : "refused", refusal, now)
@@ -558,5 +559,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
             }>
         )
     }
-  })
+  }),
+  dependencies: [StrategyOutbox.Default]
 }) {}

@@ -1,13 +1,13 @@
 /**
- * Strategy instance state in SQLite, so an instance resumes where it stopped, and
- * the strategy outbox: the intents a handler emitted, saved with the state that
- * emitted them and taken out by the transaction that journals each one
- * (`OrderJournal`), so a crash between the two neither loses nor repeats one. What
- * the handlers were handed of their orders' outcomes is recorded with the state too.
+ * Strategy instance state in SQLite, so an instance resumes where it stopped. The
+ * intents a handler emitted are added to the strategy outbox (`StrategyOutbox`) in
+ * the transaction that saves the state that emitted them; what the handlers were
+ * handed of their orders' outcomes is recorded in it too.
  */
-import { Effect, Schema } from "effect"
-import { IntentFromJson, type Intent } from "../domain/Intent.js"
+import { Effect } from "effect"
+import type { Intent } from "../domain/Intent.js"
 import { Database } from "../store/Database.js"
+import { type OutboxEntry, StrategyOutbox } from "../store/StrategyOutbox.js"
 
 export interface StoredState {
   readonly strategy: string
@@ -16,14 +16,10 @@ export interface StoredState {
   readonly lastCandleOpen: number | null
 }
 
-export interface OutboxEntry {
-  readonly outboxId: number
-  readonly intent: Intent
-}
-
 export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("svcbot/StrategyStateStore", {
   effect: Effect.gen(function* () {
     const { sqlite } = yield* Database
+    const outbox = yield* StrategyOutbox
     const select = sqlite.prepare<[string], { strategy: string; version: string; state: string; last_candle_open: number | null }>(
       "SELECT strategy, version, state, last_candle_open FROM strategy_state WHERE strategy_id = ?"
     )
@@ -35,17 +31,12 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
     )
     const pause = sqlite.prepare("UPDATE strategy_state SET paused_reason = ?, updated_at = ? WHERE strategy_id = ?")
     const selectPaused = sqlite.prepare<[string], { paused_reason: string | null }>("SELECT paused_reason FROM strategy_state WHERE strategy_id = ?")
-    const insertOutbox = sqlite.prepare("INSERT INTO strategy_outbox (strategy_id, intent, created_at) VALUES (?, ?, ?)")
-    const selectOutbox = sqlite.prepare<[string], { id: number; intent: string }>("SELECT id, intent FROM strategy_outbox WHERE strategy_id = ? ORDER BY id")
-    const deleteOutbox = sqlite.prepare("DELETE FROM strategy_outbox WHERE strategy_id = ?")
-    const encodeIntent = Schema.encodeSync(IntentFromJson)
-    const decodeIntent = Schema.decodeUnknownSync(IntentFromJson)
     const saveAll = sqlite.transaction((id: string, stored: StoredState | undefined, intents: ReadonlyArray<Intent>, now: number, recordHanded: () => void) => {
       recordHanded()
       if (stored !== undefined) {
         upsert.run({ id, strategy: stored.strategy, version: stored.version, state: stored.state, lastCandleOpen: stored.lastCandleOpen, now })
       }
-      return intents.map((intent) => Number(insertOutbox.run(id, JSON.stringify(encodeIntent(intent)), now).lastInsertRowid))
+      return outbox.add(id, intents, now)
     })
     return {
       load: (id: string): Effect.Effect<StoredState | undefined> =>
@@ -66,13 +57,9 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
         recordHanded: () => void = () => undefined
       ): Effect.Effect<ReadonlyArray<number>> => Effect.sync(() => saveAll(id, stored, intents, now, recordHanded)),
       /** Forgets an instance's unjournaled intents (they belong to a strategy that no longer runs under its id). */
-      dropOutbox: (id: string): Effect.Effect<void> =>
-        Effect.sync(() => {
-          deleteOutbox.run(id)
-        }),
+      dropOutbox: (id: string): Effect.Effect<void> => outbox.drop(id),
       /** Intents saved and not yet journaled, oldest first: what a crash left between the two. */
-      outbox: (id: string): Effect.Effect<ReadonlyArray<OutboxEntry>> =>
-        Effect.sync(() => selectOutbox.all(id).map((row) => ({ outboxId: row.id, intent: decodeIntent(JSON.parse(row.intent)) }))),
+      outbox: (id: string): Effect.Effect<ReadonlyArray<OutboxEntry>> => outbox.forStrategy(id),
       markPaused: (id: string, reason: string, now: number): Effect.Effect<void> =>
         Effect.sync(() => {
           pause.run(reason, now, id)
@@ -92,5 +79,6 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
           }).immediate()
         )
     }
-  })
+  }),
+  dependencies: [StrategyOutbox.Default]
 }) {}
