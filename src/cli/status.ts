@@ -42,8 +42,6 @@ export interface StrategyStatus {
   readonly configured: boolean | null
   readonly enabled: boolean | null
   readonly paused: string | null
-  /** Since when an operator has the instance's new entries stopped (exits and cancels still go out); null when not. */
-  readonly entriesStopped: string | null
   /** When the instance last stored its state; null before its first handled event. */
   readonly lastUpdate: string | null
 }
@@ -119,6 +117,8 @@ export interface StatusReport {
     readonly outcomes: { readonly adopted: number; readonly notPlaced: number; readonly external: number }
     readonly note: string
   }
+  /** Instances whose new entries an operator stopped (exits and cancels still go out), and since when. */
+  readonly entriesStopped: ReadonlyArray<{ readonly instance: string; readonly since: string }>
   /** What operators did through the console's controls, newest first (the last 20). */
   readonly operatorActions: ReadonlyArray<{ readonly at: string; readonly action: string; readonly instance: string | null; readonly outcome: string; readonly detail: string | null }>
   readonly budget: {
@@ -253,7 +253,6 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
     .prepare("SELECT strategy_id, strategy, version, paused_reason, updated_at FROM strategy_state ORDER BY strategy_id")
     .all() as Array<{ strategy_id: string; strategy: string; version: string; paused_reason: string | null; updated_at: number }>
   const stored = new Map(stateRows.map((row) => [row.strategy_id, row]))
-  const stopped = entriesStopped(db)
   const configured = new Map((config?.strategies ?? []).map((instance) => [instance.id, instance]))
   const strategies: Array<StrategyStatus> = [...new Set([...configured.keys(), ...stored.keys()])].map((id) => {
     const row = stored.get(id)
@@ -266,7 +265,6 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       configured: config === undefined ? null : instance !== undefined,
       enabled: instance?.enabled ?? null,
       paused: row?.paused_reason ?? null,
-      entriesStopped: iso(stopped.get(id) ?? null),
       lastUpdate: iso(row?.updated_at ?? null)
     }
   })
@@ -367,6 +365,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
       },
       note: "reconciliation passes are not recorded in the database; `reconcile.completed` log lines show each pass"
     },
+    entriesStopped: [...entriesStopped(db)].sort(([a], [b]) => a.localeCompare(b)).map(([instance, since]) => ({ instance, since: iso(since)! })),
     operatorActions: recentActions(db, ACTIONS_SHOWN).map((a) => ({ ...a, at: iso(a.at)! })),
     budget: {
       recorded: false,
@@ -389,6 +388,7 @@ export const renderStatus = (report: StatusReport): string => {
   const orderPrice = (o: OpenOrderStatus) => (o.stopPrice === null ? o.limitPrice : `${o.limitPrice ?? "-"} stop ${o.stopPrice}`)
   const hidden = report.fillsToday.length - FILLS_SHOWN
   const recon = report.reconciliation
+  const stoppedSince = new Map(report.entriesStopped.map((s) => [s.instance, s.since]))
   const prices = report.lastPrices.map((p) => `${p.symbol} ${p.price} (${p.at})`).join(", ")
   return [
     `svcbot status  ${report.at}  database ${report.database}`,
@@ -401,7 +401,7 @@ export const renderStatus = (report: StatusReport): string => {
         s.plugin,
         s.version,
         s.symbol,
-        s.paused !== null ? `paused: ${s.paused}` : s.entriesStopped !== null ? `entries stopped since ${s.entriesStopped}` : s.configured === false ? "not configured" : s.enabled === false ? "disabled" : s.lastUpdate === null ? "no state stored yet" : "not paused",
+        s.paused !== null ? `paused: ${s.paused}` : stoppedSince.has(s.id) ? `entries stopped since ${stoppedSince.get(s.id)}` : s.configured === false ? "not configured" : s.enabled === false ? "disabled" : s.lastUpdate === null ? "no state stored yet" : "not paused",
         s.lastUpdate
       ])
     ),

@@ -166,8 +166,8 @@ describe.skipIf(!haveChromium)("the operator's console", () => {
     expect(right.status).toBe(200)
     expect(right.body).toMatchObject({ action: "stop-entries", instance: "btc-dca", outcome: "entries stopped" })
     expect((await api("/api/v1/instances")).body.instances.find((i: { id: string }) => i.id === "btc-dca").state).toBe("entries-stopped")
-    const status = (await cli(["status", "--config", configPath, "--json"])) as { strategies: Array<{ id: string; entriesStopped: string | null }> }
-    expect(status.strategies.find((s) => s.id === "btc-dca")!.entriesStopped).not.toBeNull()
+    const status = (await cli(["status", "--config", configPath, "--json"])) as { entriesStopped: Array<{ instance: string; since: string }> }
+    expect(status.entriesStopped.map((s) => s.instance)).toEqual(["btc-dca"])
     expect((await api("/api/v1/instances/btc-dca/resume", { method: "POST" })).body.outcome).toBe("resumed")
     expect((await api("/api/v1/instances/nobody/pause", { method: "POST" })).body.error.code).toBe("unknown-instance")
     expect((await api("/api/v1/lost/ack", { method: "POST", body: "{}" })).status).toBe(400)
