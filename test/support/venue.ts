@@ -92,7 +92,10 @@ export const startVenue = async (options: StartVenueOptions = {}): Promise<TestV
       scope
     )
   )
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
+  // An idle kept-alive socket is closed here after a second, well before the venue closes it as
+  // idle (node's keepAliveTimeout, 5 s): otherwise a request can go out on a socket the venue is
+  // closing and be reset, and only a read can safely be sent again.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16, timeout: 1000 })
   const { hostname, port } = new URL(running.url)
 
   const raw: TestVenue["raw"] = (method, target, init = {}) => {
