@@ -10,11 +10,11 @@ import type { Balance } from "../strategy/Strategy.js"
 import type { VenueCandle as Candle } from "../venue/Matching.js"
 import { CronSchedule } from "./CronSchedule.js"
 import type { Metrics, RunFill } from "./Metrics.js"
-import { isReplay, type Recording, ReplayRun } from "./ReplayRun.js"
-import { type Holdings, type OrderCounts, type Placement, Run, type RunSetup, StrategyFailed } from "./Run.js"
+import { isReplay, type RecordedRun, ReplayRun } from "./ReplayRun.js"
+import { type Holdings, type OrderCounts, type OrderIntent, Run, type RunSetup, StrategyFailed } from "./Run.js"
 
-/** A run's setup and, to replay a recorded paper run, its recording. */
-export interface BacktestSetup<P = unknown, S = unknown> extends RunSetup<P, S>, Recording {}
+/** A run's setup and, to replay a recorded paper run, what was recorded of it. */
+export interface BacktestSetup<P = unknown, S = unknown> extends RunSetup<P, S>, RecordedRun {}
 
 export interface BacktestResult {
   readonly fills: ReadonlyArray<RunFill>
@@ -29,7 +29,7 @@ export interface BacktestResult {
   readonly balances: ReadonlyMap<string, Balance>
   readonly orders: Readonly<OrderCounts>
   /** The intent behind every order the run placed, by its clientOrderId. */
-  readonly placements: ReadonlyMap<string, Placement>
+  readonly placements: ReadonlyMap<string, OrderIntent>
 }
 
 export class BacktestSetupInvalid extends Data.TaggedError("BacktestSetupInvalid")<{ readonly message: string }> {}
@@ -105,7 +105,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
         if (due !== undefined) timers = due
       }
       run.candle(candle, timers)
-      run.record(i, candle)
+      run.markClose(i, candle)
       if (afterCandle !== undefined) afterCandle(i, run.strategyState)
     }
     const last = candles[candles.length - 1]!

@@ -12,7 +12,7 @@
 import type { Decimal } from "../domain/Decimal.js"
 import type { Liquidity, Side } from "../svc/Dialect.js"
 import { CARRIED } from "./ReplayRun.js"
-import type { Placement } from "./Run.js"
+import type { OrderIntent } from "./Run.js"
 import type { RunFill } from "./Metrics.js"
 
 export interface ComparableFill {
@@ -75,7 +75,7 @@ export interface IntentFillMismatch {
 export const intentKey = (tag: string, occurrence: number): string => `${tag}#${occurrence === CARRIED ? "carried" : occurrence}`
 
 /** A backtest's fills with the intent of each (`BacktestResult.placements`). */
-export const fillsByIntent = (fills: ReadonlyArray<RunFill>, placements: ReadonlyMap<string, Placement>): ReadonlyArray<IntentFill> =>
+export const fillsByIntent = (fills: ReadonlyArray<RunFill>, placements: ReadonlyMap<string, OrderIntent>): ReadonlyArray<IntentFill> =>
   fills.map((fill) => {
     const placement = placements.get(fill.clientOrderId)
     // Every order of a backtest comes from a placement intent; a fill without one is a bug of the run, not a mismatch.

@@ -32,7 +32,7 @@ import { openOrderOf, toRequest } from "./Events.js"
 import { Run, type RunSetup, type Tracked, UID } from "./Run.js"
 
 /** What a replay adds to a run's setup: the recording of the paper run it replays. */
-export interface Recording {
+export interface RecordedRun {
   /** The venue's price steps of a recorded run, by time: played instead of the candle paths. */
   readonly tape?: ReadonlyArray<TapeStep>
   /** When each placement intent's order reached the venue in a recorded run. */
@@ -101,14 +101,14 @@ export interface ReplayTiming {
 /** When a recorded strategy heard something, and its place among all it heard (what one moment brought comes in that order). */
 export interface HeardAt {
   readonly atMs: number
-  readonly order: number
+  readonly seq: number
 }
 
 /** The occurrence of an order a recorded run started with (`carried`): no intent of the run placed it. */
 export const CARRIED = -1
 
 /** True when the setup replays a recorded run, which a plain `Run` cannot. */
-export const isReplay = (recording: Recording): boolean =>
+export const isReplay = (recording: RecordedRun): boolean =>
   recording.tape !== undefined ||
   recording.timing !== undefined ||
   recording.tickers !== undefined ||
@@ -119,10 +119,10 @@ export const isReplay = (recording: Recording): boolean =>
  * Something a recorded run had happen later than the moment the replay reaches it: a cancel
  * the venue applied later, or a fill or order update the strategy heard later.
  */
-type Scheduled = {
+type Postponed = {
   readonly atMs: number
   /** Among things of one time: a cancel (the venue's) first, then what the strategy heard in the order it heard it. */
-  readonly order: number
+  readonly seq: number
 } & (
   | { readonly what: "cancel"; readonly tag: string; readonly clientOrderId: string }
   | { readonly what: "fill"; readonly fill: RunFill }
@@ -137,7 +137,7 @@ interface Hearings {
 }
 
 export class ReplayRun<P, S> extends Run<P, S> {
-  protected declare readonly setup: RunSetup<P, S> & Recording
+  protected declare readonly setup: RunSetup<P, S> & RecordedRun
   private readonly timing: ReplayTiming | undefined
   private readonly tape: ReadonlyArray<TapeStep> | undefined
   private readonly tickers: ReadonlyArray<GivenTicker> | undefined
@@ -145,14 +145,14 @@ export class ReplayRun<P, S> extends Run<P, S> {
   private readonly hearings = new WeakMap<Tracked, Hearings>()
   /** Cancel intents seen per tag: the next cancel's `occurrence`. */
   private readonly cancelOccurrences = new Map<string, number>()
-  /** Sorted by time, in the order scheduled among equal times. */
-  private readonly scheduled: Array<Scheduled> = []
+  /** Sorted by time, then by `seq`, then in the order postponed. */
+  private readonly postponed: Array<Postponed> = []
   /** The first step not played yet. */
   private nextStep = 0
   /** The first given ticker not heard yet. */
   private nextTicker = 0
 
-  constructor(setup: RunSetup<P, S> & Recording, firstPrice: Decimal, startMs: number) {
+  constructor(setup: RunSetup<P, S> & RecordedRun, firstPrice: Decimal, startMs: number) {
     super(setup, firstPrice, startMs)
     this.timing = setup.timing
     this.tape = setup.tape
@@ -222,7 +222,7 @@ export class ReplayRun<P, S> extends Run<P, S> {
     const cancelAt = this.timing?.cancelledAt(tag, occurrence)
     const order = this.tracked.get(tag)
     if (order !== undefined && cancelAt !== undefined && cancelAt > now) {
-      this.schedule({ atMs: cancelAt, order: Number.NEGATIVE_INFINITY, what: "cancel", tag, clientOrderId: order.clientOrderId })
+      this.postpone({ atMs: cancelAt, seq: Number.NEGATIVE_INFINITY, what: "cancel", tag, clientOrderId: order.clientOrderId })
       return false
     }
     return order !== undefined && this.cancel(tag, order, now)
@@ -234,7 +234,7 @@ export class ReplayRun<P, S> extends Run<P, S> {
     return hearings
   }
 
-  /** Counts an update of the order and schedules it when the recorded run heard it after `now`. */
+  /** Counts an update of the order and postpones it when the recorded run heard it after `now`. */
   protected override heardLater(order: Tracked, update: OrderUpdateEvent, now: number): boolean {
     const timing = this.timing
     if (timing?.updateHeardAt === undefined) return false
@@ -244,11 +244,11 @@ export class ReplayRun<P, S> extends Run<P, S> {
     const placement = this.placements.get(order.clientOrderId)
     const heard = placement === undefined ? undefined : timing.updateHeardAt(placement.tag, placement.occurrence, update.kind, index)
     if (heard === undefined || heard.atMs <= now) return false
-    this.schedule({ atMs: heard.atMs, order: heard.order, what: "update", update })
+    this.postpone({ atMs: heard.atMs, seq: heard.seq, what: "update", update })
     return true
   }
 
-  /** The fills the recorded run's strategy heard after `now` are scheduled for then; the rest are heard now. */
+  /** The fills the recorded run's strategy heard after `now` are postponed until then; the rest are heard now. */
   protected override fillsHeardNow(fills: ReadonlyArray<RunFill>, now: number): ReadonlyArray<RunFill> {
     const fillHeardAt = this.timing?.fillHeardAt
     if (fillHeardAt === undefined) return fills
@@ -259,31 +259,31 @@ export class ReplayRun<P, S> extends Run<P, S> {
       const index = order === undefined || order.clientOrderId !== fill.clientOrderId ? 0 : this.hearingsOf(order).fills++
       const placement = this.placements.get(fill.clientOrderId)
       const heard = placement === undefined ? undefined : fillHeardAt(placement.tag, placement.occurrence, index)
-      if (heard !== undefined && heard.atMs > now) this.schedule({ atMs: heard.atMs, order: heard.order, what: "fill", fill })
+      if (heard !== undefined && heard.atMs > now) this.postpone({ atMs: heard.atMs, seq: heard.seq, what: "fill", fill })
       else heardNow.push(fill)
     }
     return heardNow
   }
 
-  private schedule(item: Scheduled): void {
-    let i = this.scheduled.length
+  private postpone(item: Postponed): void {
+    let i = this.postponed.length
     for (; i > 0; i--) {
-      const before = this.scheduled[i - 1]!
-      if (before.atMs < item.atMs || (before.atMs === item.atMs && before.order <= item.order)) break
+      const before = this.postponed[i - 1]!
+      if (before.atMs < item.atMs || (before.atMs === item.atMs && before.seq <= item.seq)) break
     }
-    this.scheduled.splice(i, 0, item)
+    this.postponed.splice(i, 0, item)
   }
 
   /**
-   * What was scheduled before `limitMs` (or also at it, `atLimit`), each at its time: what
-   * settled by then settles first, and the strategy hears the fills and updates of that
-   * moment, then the scheduled cancel, fill or update.
+   * What was postponed until before `limitMs` (or also until it, `atLimit`), each at its time:
+   * what settled by then settles first, and the strategy hears the fills and updates of that
+   * moment, then the postponed cancel, fill or update.
    */
-  private scheduledUntil(limitMs: number, atLimit: boolean): void {
-    while (this.scheduled.length > 0) {
-      const next = this.scheduled[0]!
+  private playPostponedUntil(limitMs: number, atLimit: boolean): void {
+    while (this.postponed.length > 0) {
+      const next = this.postponed[0]!
       if (next.atMs > limitMs || (!atLimit && next.atMs === limitMs)) return
-      this.scheduled.shift()
+      this.postponed.shift()
       const settled = this.settleUntil(next.atMs, true)
       this.view.now = next.atMs
       this.intentsThisMoment = 0
@@ -313,12 +313,12 @@ export class ReplayRun<P, S> extends Run<P, S> {
     }
   }
 
-  /** Steps 1 to 4 for one candle: what was scheduled by its close first; with a tape, the recorded steps of its window instead of its path. */
+  /** Steps 1 to 4 for one candle: what was postponed until its close first; with a tape, the recorded steps of its window instead of its path. */
   override candle(candle: Candle, timers: ReadonlyArray<number>): void {
     const tape = this.tape
     const closeMs = candle.openTimeMs + this.intervalMs
     if (tape === undefined) {
-      this.scheduledUntil(closeMs, true)
+      this.playPostponedUntil(closeMs, true)
       super.candle(candle, timers)
       return
     }
@@ -330,12 +330,12 @@ export class ReplayRun<P, S> extends Run<P, S> {
     while ((at < tape.length && tape[at]!.timeMs <= closeMs) || (heard < tickers.length && tickers[heard]!.atMs <= closeMs)) {
       // A ticker given at the moment of a step saw the step: it comes after it.
       if (heard < tickers.length && tickers[heard]!.atMs <= closeMs && (at >= tape.length || tickers[heard]!.atMs < tape[at]!.timeMs)) {
-        this.scheduledUntil(tickers[heard]!.atMs, false)
+        this.playPostponedUntil(tickers[heard]!.atMs, false)
         this.ticker(tickers[heard++]!)
         continue
       }
       const stepMs = tape[at]!.timeMs
-      this.scheduledUntil(stepMs, false)
+      this.playPostponedUntil(stepMs, false)
       const settled = this.settleUntil(stepMs, true)
       // Steps of one time are one venue tick: the strategy can answer only after all of them.
       do this.engine.onPrice(this.symbol, tape[at++]!.price, stepMs)
@@ -348,7 +348,7 @@ export class ReplayRun<P, S> extends Run<P, S> {
     }
     this.nextStep = at
     this.nextTicker = heard
-    this.scheduledUntil(closeMs, true)
+    this.playPostponedUntil(closeMs, true)
     this.atClose(candle, closeMs, this.settleUntil(closeMs, false), timers)
   }
 

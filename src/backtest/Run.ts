@@ -50,7 +50,7 @@ import { type VenueCandle as Candle, type Fees, MatchingEngine, type PairSpec, t
 import { candleEvent, type Mutable, openOrderOf, orderUpdate, toRequest } from "./Events.js"
 import { MetricsRecorder, type RunFill } from "./Metrics.js"
 
-/** What every run is set up with; a replay of a recorded run adds its recording (`Recording`). */
+/** What every run is set up with; a replay of a recorded paper run adds what was recorded of it (`RecordedRun`). */
 export interface RunSetup<P = unknown, S = unknown> {
   readonly strategy: StrategyDefinition<P, S>
   /** Decoded params (`decodeParams`). */
@@ -80,7 +80,7 @@ export interface RunSetup<P = unknown, S = unknown> {
 }
 
 /** The placement intent an order came from: its tag and how many placement intents of that tag came before it. */
-export interface Placement {
+export interface OrderIntent {
   readonly tag: string
   readonly occurrence: number
 }
@@ -169,7 +169,7 @@ export class Run<P, S> {
   protected readonly lastPrices = new Map<string, Decimal>()
   protected readonly tracked = new Map<string, Tracked>()
   /** By clientOrderId. */
-  readonly placements = new Map<string, Placement>()
+  readonly placements = new Map<string, OrderIntent>()
   /** Placement intents seen per tag, refused ones included: the next intent's `occurrence`. */
   private readonly occurrences = new Map<string, number>()
   private readonly fillLog: Array<RunFill> = []
@@ -191,7 +191,7 @@ export class Run<P, S> {
   private holdingsReads = 0
   readonly counts: OrderCounts = { placed: 0, refused: 0, rejected: 0, cancelled: 0 }
   protected readonly intervalMs: number
-  /** The metrics, fed each fill and each close's equity as the run goes (`record`). */
+  /** The metrics, fed each fill and each close's equity as the run goes (`markClose`). */
   readonly recorder: MetricsRecorder
   private fillsRecorded = 0
   /** What the account held from each change on: the exact equity at every close follows from it. */
@@ -329,7 +329,7 @@ export class Run<P, S> {
    * go to the metrics, the holdings are noted when they changed, the equity at the close is marked,
    * and the close counts as in the market when the base held is worth the minimum notional.
    */
-  record(index: number, candle: Candle): void {
+  markClose(index: number, candle: Candle): void {
     const fills = this.fillLog
     while (this.fillsRecorded < fills.length) this.recorder.fill(fills[this.fillsRecorded++]!)
     if (this.holdingsReads !== this.holdingsRecorded) {

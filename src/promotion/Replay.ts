@@ -160,7 +160,7 @@ export const replayPaperRun = <P, S>(
     return list
   }
   for (const h of run.heard) {
-    const heard = { atMs: h.timeMs, order: h.seq }
+    const heard = { atMs: h.timeMs, seq: h.seq }
     if (h.fillId !== null) heardById.set(h.fillId, heard)
     else if (h.clientOrderId !== null) listIn(updatesHeard, `${h.clientOrderId} ${h.kind}`).push(heard)
   }

@@ -403,14 +403,14 @@ describe("a recorded run's strategy hears fills and updates when it was given th
   const timing: ReplayTiming = {
     placedAt: () => undefined,
     cancelledAt: () => undefined,
-    fillHeardAt: (tag, occurrence, index) => (tag === "bid" && occurrence === 0 && index === 0 ? { atMs: T0 + 122.4 * SEC, order: 2 } : undefined),
+    fillHeardAt: (tag, occurrence, index) => (tag === "bid" && occurrence === 0 && index === 0 ? { atMs: T0 + 122.4 * SEC, seq: 2 } : undefined),
     updateHeardAt: (tag, occurrence, kind, index) =>
       tag !== "bid" || occurrence !== 0 || index !== 0
         ? undefined
         : kind === "resting"
-          ? { atMs: T0 + 71 * SEC, order: 1 }
+          ? { atMs: T0 + 71 * SEC, seq: 1 }
           : kind === "fill"
-            ? { atMs: T0 + 122.6 * SEC, order: 3 }
+            ? { atMs: T0 + 122.6 * SEC, seq: 3 }
             : undefined
   }
 
@@ -431,7 +431,7 @@ describe("a recorded run's strategy hears fills and updates when it was given th
     const inOrder: ReplayTiming = {
       placedAt: () => undefined,
       cancelledAt: () => undefined,
-      updateHeardAt: (tag, _occurrence, kind) => (kind !== "fill" ? undefined : { atMs: T0 + 122.5 * SEC, order: tag === "b" ? 7 : 8 })
+      updateHeardAt: (tag, _occurrence, kind) => (kind !== "fill" ? undefined : { atMs: T0 + 122.5 * SEC, seq: tag === "b" ? 7 : 8 })
     }
     const { heard } = run(setup(scripted({ 0: [bid("a", "99", "1"), bid("b", "99", "1")] }), candles, { tape, timing: inOrder }))
     expect(heard.filter((line) => line.includes("update") && line.includes("fill"))).toEqual(["122.5s update b fill", "122.5s update a fill"])

@@ -47,7 +47,7 @@ describe("an order the engine has forgotten", () => {
     const timing: ReplayTiming = {
       placedAt: () => undefined,
       cancelledAt: () => undefined,
-      updateHeardAt: (tag, _occurrence, kind) => (tag === "early" && kind === "fill" ? { atMs: T0 + 49 * HOUR, order: 0 } : undefined)
+      updateHeardAt: (tag, _occurrence, kind) => (tag === "early" && kind === "fill" ? { atMs: T0 + 49 * HOUR, seq: 0 } : undefined)
     }
     let state: Heard | undefined
     const outcome = runBacktest({
