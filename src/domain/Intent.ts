@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import type { Decimal } from "./Decimal.js"
 import { DecimalFromString } from "./DecimalSchema.js"
-import type { Side } from "../svc/Dialect.js"
+import { Side } from "./OrderTerms.js"
 
 interface IntentBase {
   /** The strategy's own name for this order, unique among its live orders (e.g. "grid-buy-3"). */
@@ -49,18 +49,17 @@ export type Intent = PlaceIntent | CancelIntent
 export const isPlacement = (intent: Intent): intent is PlaceIntent => intent.type !== "cancel"
 
 const Tagged = { tag: Schema.String, symbol: Schema.String }
-const SideSchema = Schema.Literal("buy", "sell")
 
 /**
  * An intent as stored before the engine has it (the strategy outbox): amounts as
  * exact decimal strings. Decoding gives back the intent the strategy emitted.
  */
 export const IntentFromJson = Schema.Union(
-  Schema.Struct({ type: Schema.Literal("limit"), ...Tagged, side: SideSchema, baseQty: DecimalFromString, limitPrice: DecimalFromString }),
+  Schema.Struct({ type: Schema.Literal("limit"), ...Tagged, side: Side, baseQty: DecimalFromString, limitPrice: DecimalFromString }),
   Schema.Struct({
     type: Schema.Literal("stop-limit"),
     ...Tagged,
-    side: SideSchema,
+    side: Side,
     baseQty: DecimalFromString,
     limitPrice: DecimalFromString,
     stopPrice: DecimalFromString

@@ -3,8 +3,15 @@
  * answer all record it. An amount the order type does not use is null (a market
  * buy has no baseQty, a limit order no quoteOrderQty).
  */
+import { Schema } from "effect"
 import type { Decimal } from "./Decimal.js"
-import type { OrderType, Side } from "../svc/Dialect.js"
+
+export const Side = Schema.Literal("buy", "sell")
+export type Side = typeof Side.Type
+
+/** Limit is the spec's; market and stop-limit are entries of the Dialect (src/svc/Dialect.ts). */
+export const OrderType = Schema.Literal("limit", "market", "stop-limit")
+export type OrderType = typeof OrderType.Type
 
 export interface OrderTerms {
   readonly side: Side

@@ -13,7 +13,8 @@ import { Either, ParseResult, Schema } from "effect"
 import { type Decimal, fromNumberToken, InvalidDecimal, sign } from "../domain/Decimal.js"
 import { DecimalFromString } from "../domain/DecimalSchema.js"
 import { isLosslessNumber, LosslessNumber } from "../domain/Json.js"
-import { Liquidity, OrderType, Side } from "./Dialect.js"
+import { OrderType, Side } from "../domain/OrderTerms.js"
+import { Liquidity } from "./Dialect.js"
 import { DecodeError } from "./Errors.js"
 
 const AmountSpelling = Schema.declare((u: unknown): u is string | LosslessNumber => typeof u === "string" || isLosslessNumber(u), {

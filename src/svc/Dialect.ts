@@ -72,11 +72,8 @@ export const OrderKind = Schema.Literal("pending", "resting", "fill", "rejected"
 export type OrderKind = typeof OrderKind.Type
 export const TERMINAL_KINDS: ReadonlySet<string> = new Set<OrderKind>(["fill", "rejected", "cancelled"])
 
-export const Side = Schema.Literal("buy", "sell")
-export type Side = typeof Side.Type
-
-export const OrderType = Schema.Literal("limit", "market", "stop-limit")
-export type OrderType = typeof OrderType.Type
+// An order's side and type are the domain's words (OrderTerms.ts), offered here with the rest of the API's words to the venue and strategy plugins.
+export { OrderType, Side } from "../domain/OrderTerms.js"
 
 export const Liquidity = Schema.Literal("maker", "taker")
 export type Liquidity = typeof Liquidity.Type

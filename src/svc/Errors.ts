@@ -6,7 +6,7 @@
 import { Data, Schema } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber } from "../domain/Json.js"
-import type { OrderType, Side } from "./Dialect.js"
+import type { OrderType, Side } from "../domain/OrderTerms.js"
 import { ErrorCode } from "./ErrorCodes.js"
 
 /** Every error carries the endpoint (the Dialect path) it came from. */

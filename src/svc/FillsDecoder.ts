@@ -16,7 +16,8 @@ import { fromString, InvalidDecimal, sign, type Decimal } from "../domain/Decima
 import { isLosslessNumber, parse, stringify } from "../domain/Json.js"
 import { exact, parseNatively } from "./AnswerJson.js"
 import type { Fill, FillsPage } from "./Api.js"
-import { Liquidity, Side } from "./Dialect.js"
+import { Side } from "../domain/OrderTerms.js"
+import { Liquidity } from "./Dialect.js"
 import { DecodeError } from "./Errors.js"
 
 type Row = Record<string, unknown>

@@ -17,7 +17,7 @@ import { Either, type Schema } from "effect"
 import { type Decimal, fromNumberToken, sign } from "../domain/Decimal.js"
 import { isLosslessNumber } from "../domain/Json.js"
 import { decoderFor } from "./Api.js"
-import { OrderType, Side } from "./Dialect.js"
+import { OrderType, Side } from "../domain/OrderTerms.js"
 import type { DecodeError } from "./Errors.js"
 
 /** How a field is read: as its Schema in Api.ts reads it, or the literals it allows. */

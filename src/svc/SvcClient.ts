@@ -44,7 +44,8 @@ import {
   WalletRow
 } from "./Api.js"
 import { Budget, type BudgetOptions, type Demand, type Outcome, type Priority, type Ticket } from "./Budget.js"
-import type { Dialect, Side } from "./Dialect.js"
+import type { Side } from "../domain/OrderTerms.js"
+import type { Dialect } from "./Dialect.js"
 import {
   AnswerTooLarge,
   DecodeError,

@@ -2,13 +2,15 @@
  * The params of a config's strategy instances, checked against each strategy's own schema
  * when the config is read by a command, so that a wrong param is reported like any other
  * config problem: `config/default.json: strategies[1].params.fastPeriod: ...`, by index as
- * the file is written. The daemon checks them again as it starts its instances.
+ * the file is written. The daemon checks them again as it starts its instances. It sits with
+ * the commands rather than in config/ because it loads the plugins: the strategy layer depends
+ * on config (backpressure settings), not the other way round.
  */
 import { Effect, Either } from "effect"
+import type { Config, StrategyInstanceConfig } from "../config/Config.js"
+import { ConfigError } from "../config/Load.js"
 import { loadStrategy } from "../strategy/Loader.js"
 import { decodeParams } from "../strategy/Strategy.js"
-import type { Config, StrategyInstanceConfig } from "./Config.js"
-import { ConfigError } from "./Load.js"
 
 /** The instances' strategies found and their params valid (every instance's by default), or every problem at once. */
 export const checkStrategyParams = (
