@@ -19,6 +19,7 @@ import type { OrderJournal } from "../store/OrderJournal.js"
 import type { RunningInstance } from "../strategy/Host.js"
 import type { BudgetSnapshot } from "../svc/Budget.js"
 import type { Health } from "../daemon/Health.js"
+import type { DaemonMetrics } from "../ops/Metrics.js"
 import { clearEntriesStopped, entriesStopped, markEntriesStopped, type OperatorAction, type OperatorActionName, recentActions, recordAction } from "./Actions.js"
 import { type Answer, type ConsoleBackend, type ConsoleRoutes, failure } from "./Api.js"
 import { DEFAULT_STREAM_LIMITS, EventStream } from "./EventStream.js"
@@ -34,6 +35,7 @@ export interface ConsoleWiring {
   readonly journal: OrderJournal
   readonly health: Health
   readonly budget: Effect.Effect<BudgetSnapshot>
+  readonly metrics: DaemonMetrics
   /** The daemon's own connection: operator actions are written through it. */
   readonly writer: BetterSqlite3.Database
 }
@@ -107,6 +109,7 @@ export const runConsole = (wiring: ConsoleWiring): Effect.Effect<{ readonly mark
     const events = new EventStream(DEFAULT_STREAM_LIMITS, (bufferedBytes) => {
       Runtime.runFork(runtime)(logEvent("console.client-dropped", { bufferedBytes, maxBufferedBytes: DEFAULT_STREAM_LIMITS.maxBufferedBytes }))
     })
+    yield* wiring.metrics.watchConsole(() => ({ open: events.size, dropped: events.dropped }))
     const publishInstance = (id: string) => events.publish("instance", { id, ...liveState(id), at: iso(Date.now()) })
 
     let promotions: { at: number; value: unknown } | undefined

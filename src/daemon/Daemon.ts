@@ -512,6 +512,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         journal: yield* OrderJournal,
         health,
         budget: svc.budgetSnapshot,
+        metrics,
         writer: (yield* Database).sqlite
       })
       // Runs right after the strategies stop, before the paper evidence is recorded: nothing the

@@ -13,6 +13,7 @@
  * - rate budgets: read from the client's budget governor when Prometheus scrapes
  *   (what `X-SVC-USED-WEIGHT-1M` and its siblings last said, plus the local estimate);
  * - request latency: timed on the client's connection pool, per endpoint and status class;
+ * - the console: its open event streams and the streams it dropped for falling behind;
  * - the process: prom-client's default metrics (CPU, memory, event loop, GC).
  *
  * Labels are bounded: strategy ids come from the config, symbols from the
@@ -182,6 +183,25 @@ export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/Daemo
     budgetCounter("svcbot_budget_waits_total", "Requests that waited for the next budget window instead of earning a 429", (s) => s.waits)
     budgetCounter("svcbot_rate_limited_total", "429 RATE_LIMITED answers", (s) => s.rateLimited)
 
+    let consoleStreams: (() => { readonly open: number; readonly dropped: number }) | undefined
+    new Gauge({
+      name: "svcbot_console_streams",
+      help: "Console event streams open now (pages following /api/v1/events)",
+      registers,
+      collect() {
+        this.set(consoleStreams?.().open ?? 0)
+      }
+    })
+    new Counter({
+      name: "svcbot_console_streams_dropped_total",
+      help: "Console event streams closed because their client fell behind (console.client-dropped)",
+      registers,
+      collect() {
+        this.reset()
+        this.inc(consoleStreams?.().dropped ?? 0)
+      }
+    })
+
     const nowNs = () => clock.unsafeCurrentTimeNanos()
     const observeRequest = (endpoint: string) => (status: number, startedNs: bigint) =>
       latency.observe({ endpoint, status: statusClass(status) }, Number(nowNs() - startedNs) / 1e9)
@@ -217,6 +237,12 @@ export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/Daemo
               late === true ? Effect.void : Effect.sync(() => fills.inc({ strategy: strategyId ?? "", symbol: fill.symbol, side: fill.side }))
             )
           )
+        ),
+      /** Shows the console's event streams for the lifetime of the scope. */
+      watchConsole: (read: () => { readonly open: number; readonly dropped: number }): Effect.Effect<void, never, Scope.Scope> =>
+        Effect.acquireRelease(
+          Effect.sync(() => void (consoleStreams = read)),
+          () => Effect.sync(() => void (consoleStreams = undefined))
         ),
       /** Shows the budget of the key `keyId` (masked as in the logs) for the lifetime of the scope. */
       watchBudget: (keyId: string, snapshot: Effect.Effect<BudgetSnapshot>): Effect.Effect<void, never, Scope.Scope> => {
