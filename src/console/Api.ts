@@ -234,7 +234,7 @@ export const consoleRoutes = (page: ConsolePage, token: Redacted.Redacted<string
         return
       }
     }
-    send(response, failure(404, "not-found", "no such path: the API is /api/v1/instances, orders, fills, trades, profit, pnl, health, promotions, actions and events"))
+    send(response, failure(404, "not-found", "no such path: the API is /api/v1/instances, orders, fills, trades, profit, pnl, health, promotions, actions, events and session"))
   }
 
   const control = (daemon: ConsoleBackend, path: string, search: URLSearchParams, request: IncomingMessage, response: ServerResponse): void => {
@@ -301,6 +301,11 @@ export const consoleRoutes = (page: ConsolePage, token: Redacted.Redacted<string
       return true
     }
     const search = new URL(raw, "http://console").searchParams
+    if (path === "/api/v1/session" && request.method === "GET") {
+      // What the page asks before anything else, so that a missing token is not a failed request.
+      send(response, { status: 200, body: { tokenConfigured: expected !== undefined, authorized: expected === undefined || carriesToken(request) } })
+      return true
+    }
     const post = request.method === "POST"
     if (!post && request.method !== "GET") {
       request.resume()
