@@ -158,10 +158,11 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
           if (decision._tag === "adopt") {
             // An answer recorded while this look was writing may have given the order to its own placement.
             if ((yield* journal.byClientOrderId(decision.found.clientOrderId)) !== undefined) continue
+            // A lost placement never had a poll schedule: the tracker polls the adopted order at its next round.
             const row = yield* moves.move(
               decision.order.orderId,
               "accept",
-              { clientOrderId: decision.found.clientOrderId, acceptedAt: now, nextPollAt: 0 },
+              { clientOrderId: decision.found.clientOrderId, acceptedAt: now },
               "found on the service after the answer was lost"
             )
             if (row !== undefined) {
