@@ -70,7 +70,7 @@ import {
   type FailedAttempt,
   initialRetryState,
   jitteredDelayMs,
-  type RequestKind,
+  type RetriedRequest,
   type RetryOptions
 } from "./Retry.js"
 import { ServerClock } from "./ServerClock.js"
@@ -146,14 +146,8 @@ export interface CandlesQuery {
   readonly before?: number
 }
 
-interface Call<A> {
-  readonly method: "GET" | "POST"
-  readonly path: string
+interface Call<A> extends RetriedRequest {
   readonly query?: ReadonlyArray<readonly [string, string | number | undefined]>
-  readonly body?: Readonly<Record<string, unknown>>
-  readonly kind: RequestKind
-  /** The order type of a placement, for PlacementOutcomeUnknown. */
-  readonly orderType?: PlacementRequest["type"]
   readonly priority: Priority
   /** Reads the answer's JSON text (default `parseAnswer`: what `Json.parse` gives). */
   readonly parse?: (text: string) => unknown
