@@ -59,16 +59,19 @@ export const tierFiles = (tier: Tier): { readonly include: Array<string>; readon
 
 /**
  * A tier's vitest config. `maxWorkers`: vitest's default on a 2-core machine is one file at a
- * time, which leaves the cores idle while files wait on a daemon or a venue.
+ * time, which leaves the cores idle while files wait on a daemon or a venue. `isolate: false`
+ * imports Effect and the sources once per worker instead of once per file, which is most of what
+ * the pure units cost; only a tier whose files leave no state behind may share a worker's modules.
  */
-export const tierConfig = (tier: Tier, maxWorkers: number): ViteUserConfig =>
+export const tierConfig = (tier: Tier, options: { readonly maxWorkers: number; readonly isolate: boolean }): ViteUserConfig =>
   defineConfig({
     test: {
       ...tierFiles(tier),
       testTimeout: 60_000,
       hookTimeout: 60_000,
       pool: "forks",
-      maxWorkers,
+      poolOptions: { forks: { isolate: options.isolate } },
+      maxWorkers: options.maxWorkers,
       minWorkers: 1,
       reporters: ["default"]
     }
