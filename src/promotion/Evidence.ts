@@ -15,15 +15,15 @@
 import type BetterSqlite3 from "better-sqlite3"
 import { Clock, Duration, Effect, Either, Schedule, type Scope } from "effect"
 import { Decimal, ZERO } from "../domain/Decimal.js"
-import { isTerminal, type OrderState } from "../domain/OrderState.js"
+import { isTerminal, LIVE_STATES, type OrderState } from "../domain/OrderState.js"
 import type { GivenTicker } from "../backtest/ReplayRun.js"
 import { computeMetrics, type Metrics } from "../backtest/Metrics.js"
 import { finalizerWork } from "../engine/Engine.js"
 import { Market } from "../engine/Market.js"
 import { bookBalances, bookFillOf } from "../engine/Portfolio.js"
 import { logEvent } from "../log/Logger.js"
-import { Database } from "../store/Database.js"
-import { FillLedger } from "../store/FillLedger.js"
+import { Database, sqlList } from "../store/Database.js"
+import { FillLedger, strategyFills } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import type { Side } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
@@ -224,28 +224,17 @@ export const recordPaperRuns = (
     const interrupted = interruptRunningPaperRuns(store, startedAt)
     if (interrupted > 0) yield* logEvent("paper.interrupted", { runs: interrupted })
 
+    const fills = strategyFills(daemon)
     const q = {
       storedState: daemon.prepare<[string], { state: string }>("SELECT state FROM strategy_state WHERE strategy_id = ?"),
-      fillRowid: daemon.prepare<[], { n: number }>("SELECT COALESCE(MAX(rowid), 0) AS n FROM fills"),
       // What a resumed instance starts with: its orders still live, and what its fills so far made of its allocation.
       liveOrders: daemon.prepare<[string], { tag: string; client_order_id: string; side: Side; type: "limit" | "stop-limit"; base_qty: string; filled_base_qty: string; limit_price: string; stop_price: string | null }>(
         `SELECT tag, client_order_id, side, type, base_qty, filled_base_qty, limit_price, stop_price FROM orders
-         WHERE strategy_id = ? AND state IN ('accepted', 'pending', 'resting') AND type <> 'market' AND tag IS NOT NULL AND client_order_id IS NOT NULL
+         WHERE strategy_id = ? AND state IN ${sqlList(LIVE_STATES)} AND type <> 'market' AND tag IS NOT NULL AND client_order_id IS NOT NULL
          ORDER BY order_id`
       ),
-      ownFills: daemon.prepare<[string], { symbol: string; side: string; price: string; base_qty: string; quote_qty: string; fee: string; fee_asset: string; time: number }>(
-        `SELECT f.symbol, f.side, f.price, f.base_qty, f.quote_qty, f.fee, f.fee_asset, f.time FROM fills f
-         JOIN orders o ON o.client_order_id = f.client_order_id WHERE o.strategy_id = ?`
-      ),
       intentSeq: daemon.prepare<[string], { n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM intents WHERE strategy_id = ?"),
-      fillsSince: daemon.prepare(
-        `SELECT f.rowid AS rid, f.*, o.intent_id AS order_intent, i.seq AS intent_seq FROM fills f
-         JOIN orders o ON o.client_order_id = f.client_order_id LEFT JOIN intents i ON i.intent_id = o.intent_id
-         WHERE o.strategy_id = ? AND f.rowid > ? ORDER BY f.rowid`
-      ),
-      countFillsSince: daemon.prepare<[string, number], { n: number }>(
-        "SELECT count(*) AS n FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id WHERE o.strategy_id = ? AND f.rowid > ?"
-      ),
+      intentSeqOf: daemon.prepare<[string], { seq: number }>("SELECT seq FROM intents WHERE intent_id = ?"),
       intentsSince: daemon.prepare(
         "SELECT intent_id, seq, tag, type, created_at FROM intents WHERE strategy_id = ? AND seq > ? ORDER BY seq"
       ),
@@ -295,7 +284,7 @@ export const recordPaperRuns = (
           ? { [rules.base]: held(rules.base), [rules.quote]: held(rules.quote) }
           : startState === null
             ? allocation
-            : Object.fromEntries(bookBalances(allocation, q.ownFills.all(subject.id).map(bookFillOf), new Map([[rules.symbol, rules]])))
+            : Object.fromEntries(bookBalances(allocation, fills.all(subject.id).map(bookFillOf), new Map([[rules.symbol, rules]])))
       const carried: Array<CarriedOrder> =
         startState === null
           ? []
@@ -338,7 +327,7 @@ export const recordPaperRuns = (
         ...(missed.length === 0 ? {} : { missed })
       }
       const startBase = allocation?.[rules.base] ?? ZERO
-      const fillRowidFloor = q.fillRowid.get()!.n
+      const fillRowidFloor = fills.lastRowid()
       const intentSeqFloor = q.intentSeq.get(subject.id)!.n
       const runId = startPaperRun(store, {
         strategy: subject.definition.name,
@@ -409,7 +398,7 @@ export const recordPaperRuns = (
         warmup: candle.warmup === true,
         seenAt: Date.now(),
         // The fills read so far plus those the ledger has after them: counts the new rows only.
-        fillsKnown: r.fills.length + q.countFillsSince.get(instanceId, r.lastFillRowid)!.n
+        fillsKnown: r.fills.length + fills.countStoredAfter(instanceId, r.lastFillRowid)
       }
       r.pendingCandles.push(row)
       if (!row.warmup) r.unsummarised.push(row)
@@ -471,11 +460,13 @@ export const recordPaperRuns = (
 
     const newFills = (r: Recording): Array<PaperFillRow> => {
       const rows: Array<PaperFillRow> = []
-      for (const f of q.fillsSince.all(r.subject.id, r.lastFillRowid) as Array<Record<string, any>>) {
-        r.lastFillRowid = f.rid as number
+      for (const f of fills.storedAfter(r.subject.id, r.lastFillRowid)) {
+        r.lastFillRowid = f.ledger_rowid
+        // An intent of this run, not one an earlier run of the instance made.
+        const intentSeq = f.intent_id === null ? undefined : q.intentSeqOf.get(f.intent_id)?.seq
         rows.push({
           fillId: f.fill_id,
-          intentId: f.intent_seq !== null && f.intent_seq > r.intentSeqFloor ? f.order_intent : null,
+          intentId: intentSeq !== undefined && intentSeq > r.intentSeqFloor ? f.intent_id : null,
           clientOrderId: f.client_order_id,
           side: f.side,
           liquidity: f.liquidity,

@@ -14,6 +14,9 @@ import { dirname } from "node:path"
 import { logEvent } from "../log/Logger.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, migrate, MigrationFailed, readMigrations } from "./Migrations.js"
 
+/** A list of known words (order states) as an SQL list, `('a', 'b')`: never text from outside. */
+export const sqlList = (words: Iterable<string>): string => `(${[...words].map((w) => `'${w}'`).join(", ")})`
+
 export interface DatabaseOptions {
   /** Path of the SQLite file; it and its directory are created when missing, for its owner only. */
   readonly path: string

@@ -8,6 +8,8 @@
 import type BetterSqlite3 from "better-sqlite3"
 import { Effect } from "effect"
 import { type Decimal, fromString } from "../domain/Decimal.js"
+import type { Side } from "../domain/OrderTerms.js"
+import type { Liquidity } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
 
 /** A fill as stored: exact amounts plus the row exactly as the service sent it. */
@@ -50,8 +52,9 @@ export interface FillTableRow {
   fill_id: string
   client_order_id: string | null
   symbol: string
-  side: string
-  liquidity: string
+  // Written only from fills the client decoded, so the words are the spec's.
+  side: Side
+  liquidity: Liquidity
   price: string
   base_qty: string
   quote_qty: string
