@@ -214,6 +214,15 @@ describe.skipIf(!haveChromium)("the operator's console", () => {
     await page.click("#token-save")
     await page.locator("body[data-stream=open]").waitFor({ timeout: 60_000 })
     const opened = await measure()
+    // On a phone the cards stack and nothing but the tables' own scroll areas is wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.locator("body[data-loaded=true]").waitFor({ timeout: 60_000 })
+    const widths = await page.evaluate(() => {
+      const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement
+      return [root.scrollWidth, root.clientWidth]
+    })
+    expect(widths[0]).toBeLessThanOrEqual(widths[1]! + 1)
+    await page.screenshot({ path: join(ARTIFACTS, "console-phone.png") })
     await page.close()
     expect(problems).toEqual([])
     const ratio = opened / closed
