@@ -122,7 +122,7 @@ const HELD_CODES: ReadonlySet<string> = new Set<Admission | typeof ENTRIES_STOPP
  * Whether a placement opens or adds to a position (an entry) rather than reducing one (an exit).
  * `position` is the instance's own position in the pair; `exiting` what is already on its way out
  * on the same side (resting orders, exits admitted before it). A market buy by quote amount has
- * no size in base to compare, so it counts as an entry unless nothing could be bought back.
+ * no size in base to compare with the position, so it counts as an entry.
  */
 export const isEntry = (intent: PlaceIntent, position: Decimal, exiting: Decimal): boolean => {
   const reducible = intent.side === "sell" ? position : position.neg()
