@@ -13,7 +13,7 @@ import { runBacktest } from "../src/backtest/Backtest.js"
 import { Decimal } from "../src/domain/Decimal.js"
 import { decodeParams } from "../src/strategy/Strategy.js"
 import { decodeAccounts, devAccounts, toFees, toPairSpec } from "../src/venue/Accounts.js"
-import type { VenueCandle as Candle } from "../src/venue/Matching.js"
+import type { VenueCandle } from "../src/venue/PricePath.js"
 import { syntheticCandles } from "../src/venue/Tape.js"
 import smaCrossover from "../strategies/sma-crossover.js"
 
@@ -65,7 +65,7 @@ settleHeap()
 const bytesPerCandle = Math.round((process.memoryUsage().heapUsed - heapBefore) / count)
 
 /** The baseline: touch every field of every candle and nothing else. */
-const bareLoop = (all: ReadonlyArray<Candle>): number => {
+const bareLoop = (all: ReadonlyArray<VenueCandle>): number => {
   let checksum = 0
   for (let i = 0; i < all.length; i++) {
     const c = all[i]!

@@ -7,7 +7,8 @@
 import { Data, Either } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Balance } from "../strategy/Strategy.js"
-import type { VenueCandle as Candle } from "../venue/Matching.js"
+import type { VenueCandle } from "../venue/PricePath.js"
+import { MINUTE_MS } from "../venue/Tape.js"
 import { CronSchedule } from "./CronSchedule.js"
 import type { Metrics, RunFill } from "./Metrics.js"
 import { isReplay, type RecordedRun, ReplayRun } from "./ReplayRun.js"
@@ -35,8 +36,6 @@ export interface BacktestResult {
 export class BacktestSetupInvalid extends Data.TaggedError("BacktestSetupInvalid")<{ readonly message: string }> {}
 
 export type BacktestFailed = StrategyFailed | BacktestSetupInvalid
-
-const MINUTE_MS = 60_000
 
 const cronSchedule = (expression: string | undefined): CronSchedule | undefined => {
   if (expression === undefined) return undefined
@@ -70,7 +69,7 @@ const checkSetup = (setup: BacktestSetup<any, any>): void => {
 }
 
 /** The exact equity at every close, from the holdings and the closes: the same Decimals a mark per candle would give. */
-const exactEquity = (candles: ReadonlyArray<Candle>, holdings: ReadonlyArray<Holdings>): ReadonlyArray<Decimal> => {
+const exactEquity = (candles: ReadonlyArray<VenueCandle>, holdings: ReadonlyArray<Holdings>): ReadonlyArray<Decimal> => {
   const equity = new Array<Decimal>(candles.length)
   for (let h = 0; h < holdings.length; h++) {
     const { from, base, quote } = holdings[h]!

@@ -11,9 +11,7 @@
  */
 import { Data, Either } from "effect"
 import { compact, type Decimal, fromString } from "../domain/Decimal.js"
-import type { VenueCandle as Candle } from "../venue/Matching.js"
-
-export type { Candle }
+import type { VenueCandle } from "../venue/PricePath.js"
 
 export interface CandleProblem {
   /** 1-based line number in the file. */
@@ -45,7 +43,7 @@ export interface CsvOptions {
 }
 
 export interface CandleSeries {
-  readonly candles: ReadonlyArray<Candle>
+  readonly candles: ReadonlyArray<VenueCandle>
   readonly intervalMs: number
 }
 
@@ -80,7 +78,7 @@ export const parseCsv = (text: string, options: CsvOptions): Either.Either<Candl
     if (problems.length < MAX_LISTED_PROBLEMS) problems.push({ row, message })
     else moreProblems++
   }
-  const candles: Array<Candle> = []
+  const candles: Array<VenueCandle> = []
   /** Every row with a readable time, valid values or not, so that order and gaps are checked on all of them. */
   const times: Array<{ readonly row: number; readonly time: number }> = []
   const lines = text.split(/\r?\n/)

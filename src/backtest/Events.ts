@@ -5,7 +5,8 @@
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import type { CandleEvent, OpenOrder, OrderUpdateEvent, OrderUpdateKind } from "../strategy/Strategy.js"
-import type { VenueCandle as Candle, OrderView, PlaceRequest } from "../venue/Matching.js"
+import type { OrderView, PlaceRequest } from "../venue/Orders.js"
+import type { VenueCandle } from "../venue/PricePath.js"
 
 export type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
@@ -29,7 +30,7 @@ export const toRequest = (intent: PlaceIntent): PlaceRequest => {
   }
 }
 
-export const candleEvent = (symbol: string, interval: string, candle: Candle): CandleEvent => ({
+export const candleEvent = (symbol: string, interval: string, candle: VenueCandle): CandleEvent => ({
   symbol,
   interval,
   openTime: candle.openTimeMs,

@@ -26,7 +26,7 @@ import type { Decimal } from "../domain/Decimal.js"
 import { ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
 import type { FillEvent, OrderUpdateEvent, OrderUpdateKind } from "../strategy/Strategy.js"
-import type { VenueCandle as Candle } from "../venue/Matching.js"
+import type { VenueCandle } from "../venue/PricePath.js"
 import type { RunFill } from "./Metrics.js"
 import { openOrderOf, toRequest } from "./Events.js"
 import { Run, type RunSetup, type Tracked, UID } from "./Run.js"
@@ -314,7 +314,7 @@ export class ReplayRun<P, S> extends Run<P, S> {
   }
 
   /** Steps 1 to 4 for one candle: what was postponed until its close first; with a tape, the recorded steps of its window instead of its path. */
-  override candle(candle: Candle, timers: ReadonlyArray<number>): void {
+  override candle(candle: VenueCandle, timers: ReadonlyArray<number>): void {
     const tape = this.tape
     const closeMs = candle.openTimeMs + this.intervalMs
     if (tape === undefined) {

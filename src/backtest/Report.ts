@@ -17,7 +17,8 @@ import { buyAndHold, buyAndHoldMarks, type BuyAndHold } from "../report/Benchmar
 import { CHART_APP, CHART_LIBRARY } from "../report/ChartScript.js"
 import { periodReturns, type PeriodReturn } from "../report/Monthly.js"
 import type { PlotSeries } from "../report/Plots.js"
-import type { VenueCandle as Candle, PairSpec } from "../venue/Matching.js"
+import type { PairSpec } from "../venue/Orders.js"
+import type { VenueCandle } from "../venue/PricePath.js"
 import type { Metrics, RunFill } from "./Metrics.js"
 
 /** What the report needs of the pair: its assets, and its tick and step for display and for when a position is flat. */
@@ -27,7 +28,7 @@ export interface ReportInput {
   readonly title: string
   /** Lines shown under the title: strategy, params, data, hashes. */
   readonly details: ReadonlyArray<readonly [string, string]>
-  readonly candles: ReadonlyArray<Candle>
+  readonly candles: ReadonlyArray<VenueCandle>
   readonly intervalMs: number
   /** Equity at each candle's close. */
   readonly equity: ReadonlyArray<Decimal>

@@ -46,7 +46,9 @@ import {
   type Handler,
   type HandlerResult
 } from "../strategy/Strategy.js"
-import { type VenueCandle as Candle, type Fees, MatchingEngine, type PairSpec, type Retention } from "../venue/Matching.js"
+import { type Fees, MatchingEngine, type Retention } from "../venue/Matching.js"
+import type { PairSpec } from "../venue/Orders.js"
+import type { VenueCandle } from "../venue/PricePath.js"
 import { candleEvent, type Mutable, openOrderOf, orderUpdate, toRequest } from "./Events.js"
 import { MetricsRecorder, type RunFill } from "./Metrics.js"
 
@@ -60,7 +62,7 @@ export interface RunSetup<P = unknown, S = unknown> {
   readonly settleDelayMs: number
   /** Starting free balances per asset. */
   readonly balances: Readonly<Record<string, Decimal>>
-  readonly candles: ReadonlyArray<Candle>
+  readonly candles: ReadonlyArray<VenueCandle>
   readonly intervalMs: number
   /** The instance's cron `schedule`, firing `onTimer` with the timer name "schedule". */
   readonly schedule?: string
@@ -68,7 +70,7 @@ export interface RunSetup<P = unknown, S = unknown> {
    * History the strategy hears before the first candle, as the daemon gives a fresh instance:
    * `onCandle` only, marked `warmup`, its intents dropped.
    */
-  readonly warmup?: ReadonlyArray<Candle>
+  readonly warmup?: ReadonlyArray<VenueCandle>
   /** Start from this state instead of `init` (a recorded run whose instance resumed its stored state). */
   readonly initialState?: S
   /**
@@ -179,7 +181,7 @@ export class Run<P, S> {
   /** Stop-limit orders still pending: their trigger changes their kind without a fill. */
   protected waitingStops = 0
   /** The last candle played while no order was live, not shown to the engine yet (`catchUp`). */
-  private unplayed: Candle | undefined
+  private unplayed: VenueCandle | undefined
   private unplayedCloseMs = 0
   protected intentsThisMoment = 0
   private state: S
@@ -329,7 +331,7 @@ export class Run<P, S> {
    * go to the metrics, the holdings are noted when they changed, the equity at the close is marked,
    * and the close counts as in the market when the base held is worth the minimum notional.
    */
-  markClose(index: number, candle: Candle): void {
+  markClose(index: number, candle: VenueCandle): void {
     const fills = this.fillLog
     while (this.fillsRecorded < fills.length) this.recorder.fill(fills[this.fillsRecorded++]!)
     if (this.holdingsReads !== this.holdingsRecorded) {
@@ -351,7 +353,7 @@ export class Run<P, S> {
   }
 
   /** A history candle: the strategy hears it closed; what it would do then is dropped, as the daemon's host drops it. */
-  warmUp(candle: Candle, closeMs: number): void {
+  warmUp(candle: VenueCandle, closeMs: number): void {
     const onCandle = this.strategy.onCandle
     this.view.now = closeMs
     this.lastPrices.set(this.symbol, candle.close)
@@ -364,7 +366,7 @@ export class Run<P, S> {
   }
 
   /** Steps 1 to 4 for one candle. */
-  candle(candle: Candle, timers: ReadonlyArray<number>): void {
+  candle(candle: VenueCandle, timers: ReadonlyArray<number>): void {
     // Worked out here rather than passed in: a time is not a small integer, and passing one costs an allocation.
     const closeMs = candle.openTimeMs + this.intervalMs
     let settled = false
@@ -397,7 +399,7 @@ export class Run<P, S> {
   }
 
   /** Steps 3 and 4: what the strategy hears at the close, and the intents it answers with. */
-  protected atClose(candle: Candle, closeMs: number, settled: boolean, timers: ReadonlyArray<number>): void {
+  protected atClose(candle: VenueCandle, closeMs: number, settled: boolean, timers: ReadonlyArray<number>): void {
     const { onCandle, onTicker, onTimer } = this.strategy
     const tickerAtClose = this.tickerAtEachClose()
     this.view.now = closeMs

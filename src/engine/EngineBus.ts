@@ -15,7 +15,7 @@ import { Effect, Option, PubSub, Queue, Ref, type Scope, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import type { OrderState } from "../domain/OrderState.js"
 import type { LedgerFill } from "../store/FillLedger.js"
-import type { OrderRow } from "../store/OrderJournal.js"
+import type { OrderRow } from "../store/OrderRow.js"
 
 export interface OrderUpdate {
   readonly strategyId: string | null

@@ -13,7 +13,8 @@ import { type Decimal, ZERO } from "../domain/Decimal.js"
 import { type Intent, isPlacement, type PlaceIntent } from "../domain/Intent.js"
 import { isTerminal } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
-import { type JournalBatch, OrderJournal, type OrderRow } from "../store/OrderJournal.js"
+import { type JournalBatch, OrderJournal } from "../store/OrderJournal.js"
+import type { OrderRow } from "../store/OrderRow.js"
 import { AccountBlock } from "./AccountBlock.js"
 import { Books } from "./Books.js"
 import { Cancels } from "./Cancels.js"
@@ -24,8 +25,6 @@ import { type Approved, type ListedPair, type Refused, type RefusalReason } from
 import { type BatchInputs, decideBatch } from "./RiskBatch.js"
 import { Sender } from "./Sender.js"
 import { EngineSettings } from "./Settings.js"
-
-export { STOPPING } from "./AccountBlock.js"
 
 export type SubmitResult =
   | { readonly _tag: "Approved"; readonly intentId: string; readonly tag: string; readonly orderId: number }

@@ -7,7 +7,7 @@
  */
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import type { PlaceIntent } from "../domain/Intent.js"
-import type { OrderRow } from "../store/OrderJournal.js"
+import type { OrderRow } from "../store/OrderRow.js"
 import type { Balance } from "../strategy/Strategy.js"
 import { stillHeld } from "./Portfolio.js"
 import { type Assessment, assess, type ListedPair, type RiskLimits } from "./Risk.js"

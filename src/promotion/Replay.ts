@@ -27,7 +27,8 @@ import { CARRIED, type HeardAt, type MissedOutcome } from "../backtest/ReplayRun
 import type { PlaceIntent } from "../domain/Intent.js"
 import { compareFillsByIntent, fillsByIntent, type IntentFill, intentKey, type IntentFillMismatch } from "../backtest/Parity.js"
 import { deserializeState, type StrategyDefinition } from "../strategy/Strategy.js"
-import type { VenueCandle as Candle, PairSpec } from "../venue/Matching.js"
+import type { PairSpec } from "../venue/Orders.js"
+import type { VenueCandle } from "../venue/PricePath.js"
 import { allocationValue, type BookPair, pnlCurve, trackingErrorPct } from "./Book.js"
 import type { CarriedOrder, MissedOutcomeRow, PaperIntentRow, PaperRunEvidence, PaperSetup } from "./PaperStore.js"
 
@@ -105,7 +106,7 @@ const setupAmounts = (setup: PaperSetup) => ({
   missed: (setup.missed ?? []).map(missedOutcome)
 })
 
-const toCandle = (c: PaperRunEvidence["candles"][number]): Candle => ({ openTimeMs: c.openTime, open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })
+const toCandle = (c: PaperRunEvidence["candles"][number]): VenueCandle => ({ openTimeMs: c.openTime, open: c.open, high: c.high, low: c.low, close: c.close, volume: c.volume })
 
 export const replayPaperRun = <P, S>(
   strategy: StrategyDefinition<P, S>,

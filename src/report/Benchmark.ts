@@ -4,7 +4,7 @@
  * The figures are exact; the curve is in doubles, as the strategy's own equity marks are.
  */
 import { type Decimal, toFloat } from "../domain/Decimal.js"
-import type { VenueCandle as Candle } from "../venue/Matching.js"
+import type { VenueCandle } from "../venue/PricePath.js"
 
 export interface BuyAndHold {
   readonly entryPrice: Decimal
@@ -17,7 +17,7 @@ export interface BuyAndHold {
   readonly returnPct: Decimal
 }
 
-export const buyAndHold = (initialEquity: Decimal, candles: ReadonlyArray<Candle>): BuyAndHold => {
+export const buyAndHold = (initialEquity: Decimal, candles: ReadonlyArray<VenueCandle>): BuyAndHold => {
   const first = candles[0]
   const last = candles[candles.length - 1]
   if (first === undefined || last === undefined) throw new RangeError("a buy-and-hold benchmark needs at least one candle")

@@ -4,7 +4,7 @@
  * starting equity), in UTC calendar months by each candle's open time.
  */
 import { type Decimal } from "../domain/Decimal.js"
-import type { VenueCandle as Candle } from "../venue/Matching.js"
+import type { VenueCandle } from "../venue/PricePath.js"
 
 export interface PeriodReturn {
   readonly year: number
@@ -27,7 +27,7 @@ const periodReturn = (year: number, month: number | undefined, startEquity: Deci
 /** The months in time order, then each year's return. */
 export const periodReturns = (
   initialEquity: Decimal,
-  candles: ReadonlyArray<Candle>,
+  candles: ReadonlyArray<VenueCandle>,
   equity: ReadonlyArray<Decimal>
 ): { readonly months: ReadonlyArray<PeriodReturn>; readonly years: ReadonlyArray<PeriodReturn> } => {
   const months: Array<PeriodReturn> = []

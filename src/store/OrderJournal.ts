@@ -19,7 +19,7 @@ import { Database } from "./Database.js"
 import { INSERTED_COLUMNS, insertedValues, MUTABLE_COLUMNS, type OrderPatch, type OrderRow, patched, type RawOrder, toRow } from "./OrderRow.js"
 import { StrategyOutbox } from "./StrategyOutbox.js"
 
-export type { OrderOrigin, OrderPatch, OrderRow } from "./OrderRow.js"
+export type { OrderRow } from "./OrderRow.js"
 
 export interface PlacementRecord extends PlacementTerms {
   readonly maxSlippageBps?: number | undefined

@@ -5,8 +5,6 @@
  */
 import { type Decimal, divideDownFast, estimatedSteps, ONE_BPS, quantize, sign, stepsOf, toFloat } from "../domain/Decimal.js"
 
-export { divideDownFast, ESTIMATE_ERROR } from "../domain/Decimal.js"
-
 export interface BookLevel {
   readonly price: Decimal
   readonly baseQty: Decimal

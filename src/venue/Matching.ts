@@ -32,8 +32,8 @@ import { placementProblem, type Refusal, refuse, RefusalCode } from "./PlaceRule
 import type { VenueCandle } from "./PricePath.js"
 import { restingOrders, stopOrders, stopReached, type Waiting } from "./Waiting.js"
 
-// The engine's vocabulary, where the backtester and the reports take it from.
-export type { VenueFill, OrderView, PairSpec, PlaceRequest } from "./Orders.js"
+// Test support still reads these two from the engine.
+export type { PairSpec } from "./Orders.js"
 export type { VenueCandle } from "./PricePath.js"
 
 export interface Fees {

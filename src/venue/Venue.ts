@@ -20,9 +20,6 @@ import type { BudgetReport } from "./Limits.js"
 import { MINUTE_MS } from "./Tape.js"
 import { VenueState, type VenueOptions } from "./VenueState.js"
 
-export { MAX_FILLS_LIMIT } from "./KeyRoutes.js"
-export { DEFAULT_RETENTION, type VenueOptions } from "./VenueState.js"
-
 /** Largest request body accepted; a larger one is answered 413 without being parsed. */
 export const MAX_BODY_BYTES = 64 * 1024
 const STEPS_PAGE_MAX = 5000

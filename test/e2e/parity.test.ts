@@ -20,7 +20,7 @@ import { Decimal, fromString, ZERO } from "../../src/domain/Decimal.js"
 import { positionChange } from "../../src/strategy/orders.js"
 import { decodeParams } from "../../src/strategy/Strategy.js"
 import { decodeAccounts, devAccounts, toPairSpec } from "../../src/venue/Accounts.js"
-import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle } from "../../src/venue/PricePath.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
 import { events, killAll, paperConfig, pollUntil, query, svcbot, waitForEvent } from "../support/daemon.js"
@@ -60,9 +60,9 @@ const UNSETTLED_ORDERS = `SELECT count(*) AS n FROM orders WHERE strategy_id = '
  * Plays `tape` through the backtester and, one candle at a time, through the real
  * daemon trading sma-crossover with `rawParams` on paper; checks fills and PnL.
  */
-const playBoth = async (rawParams: Record<string, unknown>, tape: ReadonlyArray<Candle>, minimum: { fills: number; maker: number }) => {
+const playBoth = async (rawParams: Record<string, unknown>, tape: ReadonlyArray<VenueCandle>, minimum: { fills: number; maker: number }) => {
   const params = Either.getOrThrow(decodeParams(smaCrossover, "parity", rawParams))
-  const setup = (candles: ReadonlyArray<Candle>) => devBacktest(smaCrossover, params, candles)
+  const setup = (candles: ReadonlyArray<VenueCandle>) => devBacktest(smaCrossover, params, candles)
   // The backtest never settles what is placed at the last close, while the daemon
   // would: the tape ends on the last candle after which the strategy placed nothing.
   // A run is causal, so the full run's last fill time tells where that is.

@@ -8,7 +8,8 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { Decimal, divideDown, divideDownFast, estimatedSteps, fromString, ONE_BPS, quantize } from "../../src/domain/Decimal.js"
 import { levelSpacing } from "../../src/venue/Book.js"
-import { MatchingEngine, type PairSpec } from "../../src/venue/Matching.js"
+import { MatchingEngine } from "../../src/venue/Matching.js"
+import type { PairSpec } from "../../src/venue/Orders.js"
 
 const d = fromString
 

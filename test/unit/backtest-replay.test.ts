@@ -14,7 +14,8 @@ import { compareFillsByIntent, describeIntentMismatches, fillsByIntent, type Int
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../../src/domain/Intent.js"
 import { defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
-import type { VenueCandle as Candle, PairSpec } from "../../src/venue/Matching.js"
+import type { PairSpec } from "../../src/venue/Orders.js"
+import type { VenueCandle } from "../../src/venue/PricePath.js"
 import { d, MIN, T0, testPair } from "../support/pair.js"
 
 const SEC = 1000
@@ -23,7 +24,7 @@ const close = (i: number) => T0 + (i + 1) * MIN
 
 const pair: PairSpec = testPair
 
-const candle = (i: number, open: string, high: string, low: string, closePrice: string): Candle => ({
+const candle = (i: number, open: string, high: string, low: string, closePrice: string): VenueCandle => ({
   openTimeMs: T0 + i * MIN,
   open: d(open),
   high: d(high),
@@ -32,7 +33,7 @@ const candle = (i: number, open: string, high: string, low: string, closePrice: 
   volume: d("1")
 })
 
-const flat = (n: number, price = "100"): Array<Candle> => Array.from({ length: n }, (_, i) => candle(i, price, price, price, price))
+const flat = (n: number, price = "100"): Array<VenueCandle> => Array.from({ length: n }, (_, i) => candle(i, price, price, price, price))
 
 /** Steps of candle `i`'s window: [seconds after its open, price]. */
 const steps = (i: number, ...points: ReadonlyArray<readonly [number, string]>): Array<TapeStep> =>
@@ -75,7 +76,7 @@ const scripted = (
 
 const at = (ms: number): string => `${(ms - T0) / SEC}s`
 
-const setup = (strategy: StrategyDefinition<unknown, Heard>, candles: ReadonlyArray<Candle>, extra: Partial<BacktestSetup<unknown, Heard>> = {}): BacktestSetup<unknown, Heard> => ({
+const setup = (strategy: StrategyDefinition<unknown, Heard>, candles: ReadonlyArray<VenueCandle>, extra: Partial<BacktestSetup<unknown, Heard>> = {}): BacktestSetup<unknown, Heard> => ({
   strategy,
   params: {},
   pair,

@@ -10,7 +10,7 @@ import { periodReturns } from "../../src/report/Monthly.js"
 import { PlotFailed, plotRecorder } from "../../src/report/Plots.js"
 import { decodeParams, defineStrategy, result } from "../../src/strategy/Strategy.js"
 import { decodeAccounts, devAccounts, toFees, toPairSpec } from "../../src/venue/Accounts.js"
-import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle } from "../../src/venue/PricePath.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
 
@@ -36,7 +36,7 @@ const SvcChart = new Function(`${CHART_LIBRARY}; return SvcChart`)() as {
   thinMarkers(positions: ReadonlyArray<number>, sides: ReadonlyArray<string>, cellWidth: number): ReadonlyArray<number>
 }
 
-const candle = (openTimeMs: number, open: number | string, close: number | string = open): Candle => ({
+const candle = (openTimeMs: number, open: number | string, close: number | string = open): VenueCandle => ({
   openTimeMs,
   open: d(open),
   high: Decimal.max(d(open), d(close)),

@@ -9,12 +9,12 @@ import { runBacktest } from "../../src/backtest/Backtest.js"
 import type { ReplayTiming } from "../../src/backtest/ReplayRun.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { defineStrategy, result } from "../../src/strategy/Strategy.js"
-import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle } from "../../src/venue/PricePath.js"
 import { d, T0, testPair } from "../support/pair.js"
 
 const HOUR = 3_600_000
 
-const hourly = (n: number): ReadonlyArray<Candle> =>
+const hourly = (n: number): ReadonlyArray<VenueCandle> =>
   Array.from({ length: n }, (_, i) => ({ openTimeMs: T0 + i * HOUR, open: d("100"), high: d("100"), low: d("100"), close: d("100"), volume: d("1") }))
 
 const buy = (tag: string): Intent => ({ type: "market", tag, symbol: "BTCUSDT", side: "buy", quoteOrderQty: d("100"), maxSlippageBps: 50 })

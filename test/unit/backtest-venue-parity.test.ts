@@ -13,7 +13,7 @@ import type { Intent, PlaceIntent } from "../../src/domain/Intent.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { decodeParams, type StrategyDefinition } from "../../src/strategy/Strategy.js"
 import { decodeAccounts, devAccounts, devTradeKey, toPairSpec } from "../../src/venue/Accounts.js"
-import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle } from "../../src/venue/PricePath.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
 import { comparable, devBacktest, venueFillRows, venuePnl } from "../support/parity.js"
@@ -121,6 +121,6 @@ describe("backtest and svc-venue over loopback, driven by the same tape", () => 
   })
 })
 
-function closeOf(candle: Candle): number {
+function closeOf(candle: VenueCandle): number {
   return candle.openTimeMs + 60_000
 }

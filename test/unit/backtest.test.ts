@@ -6,14 +6,15 @@ import { prepare, runPrepared } from "../../src/backtest/Job.js"
 import { toFloat } from "../../src/domain/Decimal.js"
 import type { Intent } from "../../src/domain/Intent.js"
 import { decodeParams, defineStrategy, result, type StrategyDefinition } from "../../src/strategy/Strategy.js"
-import type { VenueCandle as Candle, PairSpec } from "../../src/venue/Matching.js"
+import type { PairSpec } from "../../src/venue/Orders.js"
+import type { VenueCandle } from "../../src/venue/PricePath.js"
 import { syntheticCandles } from "../../src/venue/Tape.js"
 import smaCrossover from "../../strategies/sma-crossover.js"
 import { d, MIN, T0, testPair } from "../support/pair.js"
 
 const pair: PairSpec = testPair
 
-const candle = (i: number, open: string, high: string, low: string, close: string): Candle => ({
+const candle = (i: number, open: string, high: string, low: string, close: string): VenueCandle => ({
   openTimeMs: T0 + i * MIN,
   open: d(open),
   high: d(high),
@@ -46,7 +47,7 @@ const scripted = (script: Record<number, ReadonlyArray<Intent>>, onRefusal?: (ta
     }
   })
 
-const setup = <P, S>(strategy: StrategyDefinition<P, S>, candles: ReadonlyArray<Candle>, params: P, balances: Record<string, string> = { USDT: "10000" }): BacktestSetup<P, S> => ({
+const setup = <P, S>(strategy: StrategyDefinition<P, S>, candles: ReadonlyArray<VenueCandle>, params: P, balances: Record<string, string> = { USDT: "10000" }): BacktestSetup<P, S> => ({
   strategy,
   params,
   pair,
@@ -63,7 +64,7 @@ const run = <P, S>(s: BacktestSetup<P, S>): BacktestResult => {
   return outcome.right
 }
 
-const flat = (n: number, price = "100.00"): Array<Candle> => Array.from({ length: n }, (_, i) => candle(i, price, price, price, price))
+const flat = (n: number, price = "100.00"): Array<VenueCandle> => Array.from({ length: n }, (_, i) => candle(i, price, price, price, price))
 
 describe("the backtest event loop drives the venue's matching module", () => {
   it("settles a market buy before the next candle at the book's first ask and tells the strategy at that candle's close", () => {
@@ -247,7 +248,7 @@ describe("sma-crossover on the venue's synthetic tape", () => {
 /** Runs a scripted strategy again and returns what it heard (its final state). */
 function recordOf(
   strategy: StrategyDefinition<unknown, { heard: Array<string>; candles: number }>,
-  candles: ReadonlyArray<Candle>,
+  candles: ReadonlyArray<VenueCandle>,
   balances?: Record<string, string>
 ): ReadonlyArray<string> {
   let last: { heard: Array<string> } | undefined
@@ -263,7 +264,7 @@ function recordOf(
   return last!.heard
 }
 
-function firedOf(strategy: StrategyDefinition<unknown, Array<number>>, candles: ReadonlyArray<Candle>): ReadonlyArray<number> {
+function firedOf(strategy: StrategyDefinition<unknown, Array<number>>, candles: ReadonlyArray<VenueCandle>): ReadonlyArray<number> {
   let fired: Array<number> = []
   const spy: StrategyDefinition<unknown, Array<number>> = {
     ...strategy,

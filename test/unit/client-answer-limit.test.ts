@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest"
 import { MAX_EXPONENT, MAX_SIGNIFICANT_DIGITS } from "../../src/domain/Decimal.js"
 import { decodeFillsPage, parseFillsAnswer } from "../../src/svc/FillsDecoder.js"
 import { DEFAULT_MAX_ANSWER_BYTES } from "../../src/svc/SvcClient.js"
-import { MAX_FILLS_LIMIT } from "../../src/venue/Venue.js"
+import { MAX_FILLS_LIMIT } from "../../src/venue/KeyRoutes.js"
 
 /** The longest amount within the bounds, written in plain digits: the smallest exponent, every digit significant. */
 const longestAmount = (negative: boolean) => `${negative ? "-" : ""}0.${"0".repeat(MAX_EXPONENT - 1)}${"9".repeat(MAX_SIGNIFICANT_DIGITS)}`

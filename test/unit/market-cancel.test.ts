@@ -11,7 +11,7 @@ import type { Intent } from "../../src/domain/Intent.js"
 import { cancelOrder, isCancellable } from "../../src/strategy/orders.js"
 import { defineStrategy, result } from "../../src/strategy/Strategy.js"
 import { openOrderOf } from "../../src/strategy/testing.js"
-import type { VenueCandle as Candle } from "../../src/venue/Matching.js"
+import type { VenueCandle } from "../../src/venue/PricePath.js"
 import { d, MIN, T0, testPair } from "../support/pair.js"
 
 
@@ -33,7 +33,7 @@ describe("the cancel helper", () => {
 
 describe("a backtest", () => {
   const pair = testPair
-  const candles: Array<Candle> = [0, 1, 2].map((i) => ({ openTimeMs: T0 + i * MIN, open: d("100"), high: d("100"), low: d("100"), close: d("100"), volume: d("1") }))
+  const candles: Array<VenueCandle> = [0, 1, 2].map((i) => ({ openTimeMs: T0 + i * MIN, open: d("100"), high: d("100"), low: d("100"), close: d("100"), volume: d("1") }))
 
   it("refuses a cancel of a market order placed in the same moment: it fills whole, no update says cancelled", () => {
     // Places a market buy and a limit bid on the first candle, cancels both at once and again on the next candle.

@@ -2,7 +2,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { answer, fillJson, plainAnswer } from "../../src/venue/Answers.js"
-import type { VenueFill } from "../../src/venue/Matching.js"
+import type { VenueFill } from "../../src/venue/Orders.js"
 
 /** Amounts as the venue keeps them: up to 18 integer and 18 fraction digits, zero included. */
 const amount = fc

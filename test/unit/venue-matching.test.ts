@@ -5,7 +5,8 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { Decimal, fromString, MAX_SIGNIFICANT_DIGITS, toBounds } from "../../src/domain/Decimal.js"
-import { MatchingEngine, type PairSpec, type PlaceRequest } from "../../src/venue/Matching.js"
+import { MatchingEngine } from "../../src/venue/Matching.js"
+import type { PairSpec, PlaceRequest } from "../../src/venue/Orders.js"
 
 const d = fromString
 const BTCUSDT: PairSpec = {

@@ -7,7 +7,8 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { fromString } from "../../src/domain/Decimal.js"
-import { MatchingEngine, type PairSpec, type Retention } from "../../src/venue/Matching.js"
+import { MatchingEngine, type Retention } from "../../src/venue/Matching.js"
+import type { PairSpec } from "../../src/venue/Orders.js"
 
 const d = fromString
 const pair = (symbol: string, base: string): PairSpec => ({
