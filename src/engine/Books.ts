@@ -17,7 +17,7 @@
 import { Effect } from "effect"
 import { Decimal, ZERO } from "../domain/Decimal.js"
 import { Database } from "../store/Database.js"
-import type { FillTableRow } from "../store/FillLedger.js"
+import { type FillTableRow, strategyFills } from "../store/FillLedger.js"
 import type { Attribution } from "../store/OrderJournal.js"
 import { applyFill, bookFillOf, emptyPosition, type PortfolioFill, type PortfolioSnapshot, type Position, startOfUtcDay } from "./Portfolio.js"
 import type { ListedPair } from "./Risk.js"
@@ -128,29 +128,15 @@ export interface StrategyFigures {
 export class Books extends Effect.Service<Books>()("svcbot/Books", {
   effect: Effect.gen(function* () {
     const { sqlite } = yield* Database
-    const q = {
-      lastRowid: sqlite.prepare<[], { n: number }>("SELECT COALESCE(MAX(rowid), 0) AS n FROM fills"),
-      all: sqlite.prepare<[string], FillTableRow>(
-        "SELECT f.* FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id WHERE o.strategy_id = ? ORDER BY f.time, f.fill_id"
-      ),
-      since: sqlite.prepare<[string, number, number], FillTableRow>(
-        `SELECT f.* FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id
-         WHERE o.strategy_id = ? AND f.rowid > ? AND f.rowid <= ?`
-      ),
-      // Joined to the order: an attribution rolled back with its transaction adds nothing.
-      ofOrderUpTo: sqlite.prepare<[string, string, number], FillTableRow>(
-        `SELECT f.* FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id
-         WHERE f.client_order_id = ? AND o.strategy_id = ? AND f.rowid <= ?`
-      )
-    }
+    const fills = strategyFills(sqlite)
     /** One book per strategy instance that has been read. */
     const books = new Map<string, InstanceBook>()
 
     const fold = (strategyId: string, pairs: Pairs, now: number): InstanceBook => {
       const book = new InstanceBook(startOfUtcDay(now))
       // Both reads see the same table: nothing writes between two synchronous statements.
-      book.readRowid = q.lastRowid.get()!.n
-      for (const row of q.all.all(strategyId)) book.apply(toBookFill(row), pairs)
+      book.readRowid = fills.lastRowid()
+      for (const row of fills.all(strategyId)) book.apply(toBookFill(row), pairs)
       books.set(strategyId, book)
       return book
     }
@@ -165,11 +151,12 @@ export class Books extends Effect.Service<Books>()("svcbot/Books", {
         book.dayStart = dayStart
         book.beforeDay = book.totals()
       }
-      const upTo = q.lastRowid.get()!.n
+      const upTo = fills.lastRowid()
       const fresh: Array<BookFill> = []
-      for (const clientOrderId of book.attributed) for (const row of q.ofOrderUpTo.all(clientOrderId, strategyId, book.readRowid)) fresh.push(toBookFill(row))
+      // Read through the order: an attribution rolled back with its transaction adds nothing.
+      for (const clientOrderId of book.attributed) for (const row of fills.ofOrder(strategyId, clientOrderId, book.readRowid)) fresh.push(toBookFill(row))
       book.attributed.clear()
-      if (upTo > book.readRowid) for (const row of q.since.all(strategyId, book.readRowid, upTo)) fresh.push(toBookFill(row))
+      if (upTo > book.readRowid) for (const row of fills.storedAfter(strategyId, book.readRowid, upTo)) fresh.push(toBookFill(row))
       book.readRowid = upTo
       if (fresh.length === 0) return book
       fresh.sort(compareFills)

@@ -15,7 +15,7 @@ import * as Json from "../domain/Json.js"
 import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, TERMINAL_STATES, transition } from "../domain/OrderState.js"
 import type { PlacementTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
-import { Database } from "./Database.js"
+import { Database, sqlList } from "./Database.js"
 import { INSERTED_COLUMNS, insertedValues, MUTABLE_COLUMNS, type OrderPatch, type OrderRow, patched, type RawOrder, toRow } from "./OrderRow.js"
 import { StrategyOutbox } from "./StrategyOutbox.js"
 
@@ -126,8 +126,10 @@ export interface JournalBatch {
   readonly unfinished: () => ReadonlyArray<OrderRow>
 }
 
-/** The finished states as an SQL list, from the state machine's own set. */
-const FINISHED = [...TERMINAL_STATES].map((state) => `'${state}'`).join(", ")
+/** The states the queries name, from the state machine's own words. */
+const FINISHED = sqlList(TERMINAL_STATES)
+const LOST: OrderState = "lost"
+const REFUSED: OrderState = "refused"
 
 export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJournal", {
   effect: Effect.gen(function* () {
@@ -148,24 +150,24 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       latestByTag: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? AND tag = ? ORDER BY order_id DESC LIMIT 1"),
       intentsByTag: sqlite.prepare("SELECT COUNT(*) AS n FROM intents WHERE strategy_id = ? AND tag = ?"),
       forStrategy: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? ORDER BY order_id"),
-      unfinished: sqlite.prepare(`SELECT * FROM orders WHERE state NOT IN (${FINISHED}) ORDER BY order_id`),
-      lostUnacknowledged: sqlite.prepare("SELECT * FROM orders WHERE state = 'lost' AND acknowledged_at IS NULL ORDER BY order_id"),
-      acknowledge: sqlite.prepare("UPDATE orders SET acknowledged_at = ?, updated_at = ? WHERE state = 'lost' AND acknowledged_at IS NULL AND (? IS NULL OR client_order_id = ?)"),
+      unfinished: sqlite.prepare(`SELECT * FROM orders WHERE state NOT IN ${FINISHED} ORDER BY order_id`),
+      lostUnacknowledged: sqlite.prepare(`SELECT * FROM orders WHERE state = '${LOST}' AND acknowledged_at IS NULL ORDER BY order_id`),
+      acknowledge: sqlite.prepare(`UPDATE orders SET acknowledged_at = ?, updated_at = ? WHERE state = '${LOST}' AND acknowledged_at IS NULL AND (? IS NULL OR client_order_id = ?)`),
       all: sqlite.prepare("SELECT * FROM orders ORDER BY order_id"),
       intents: sqlite.prepare("SELECT * FROM intents ORDER BY created_at, intent_id"),
       events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id"),
       // An intent without an order row is one the risk check refused: its answer is that refusal.
       owed: sqlite.prepare(
-        `SELECT i.intent_id, i.tag, o.client_order_id, COALESCE(o.state, 'refused') AS state, COALESCE(o.code, i.refusal) AS code,
+        `SELECT i.intent_id, i.tag, o.client_order_id, COALESCE(o.state, '${REFUSED}') AS state, COALESCE(o.code, i.refusal) AS code,
            COALESCE(o.filled_base_qty, '0') AS filled_base_qty
          FROM intents i LEFT JOIN orders o ON o.intent_id = i.intent_id
-         WHERE i.strategy_id = ? AND i.answered_at IS NULL AND i.type <> 'cancel' AND COALESCE(o.state, 'refused') IN (${FINISHED})
+         WHERE i.strategy_id = ? AND i.answered_at IS NULL AND i.type <> 'cancel' AND COALESCE(o.state, '${REFUSED}') IN ${FINISHED}
          ORDER BY COALESCE(o.terminal_at, i.created_at), i.seq`
       ),
       owedFor: sqlite.prepare(
         `SELECT i.intent_id FROM intents i LEFT JOIN orders o ON o.intent_id = i.intent_id
          WHERE i.strategy_id = ? AND i.tag = ? AND i.answered_at IS NULL AND i.type <> 'cancel'
-           AND COALESCE(o.state, 'refused') = ? AND o.client_order_id IS ?
+           AND COALESCE(o.state, '${REFUSED}') = ? AND o.client_order_id IS ?
          ORDER BY i.seq`
       ),
       answer: sqlite.prepare("UPDATE intents SET answered_at = ? WHERE intent_id = ?")
