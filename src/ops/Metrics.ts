@@ -28,7 +28,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { Decimal } from "../domain/Decimal.js"
 import type { FillUpdate, OrderUpdate } from "../engine/EngineBus.js"
 import { maskKeyId } from "../log/Redaction.js"
-import type { BudgetSnapshot } from "../svc/Budget.js"
+import type { BudgetSnapshot } from "../svc/Governor.js"
 
 /** Latency buckets in seconds: a loopback venue answers in milliseconds, a remote exchange in tens to hundreds. */
 const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]

@@ -19,20 +19,6 @@ import {
 } from "./Governor.js"
 import { ServerClock } from "./ServerClock.js"
 
-// The service's vocabulary, defined with the books it describes.
-export {
-  type BudgetOptions,
-  type BudgetSnapshot,
-  defaultBudgetOptions,
-  type Demand,
-  Governor,
-  type KeyHealth,
-  type Outcome,
-  Priority,
-  resourceOfBucket,
-  type Ticket
-} from "./Governor.js"
-
 export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
   scoped: (options: Partial<BudgetOptions> = {}) =>
     Effect.gen(function* () {

@@ -43,7 +43,8 @@ import {
   VenueSteps,
   WalletRow
 } from "./Api.js"
-import { Budget, type BudgetOptions, type Demand, type Outcome, type Priority, type Ticket } from "./Budget.js"
+import { Budget } from "./Budget.js"
+import type { BudgetOptions, Demand, Outcome, Priority, Ticket } from "./Governor.js"
 import type { Side } from "../domain/OrderTerms.js"
 import type { Dialect } from "./Dialect.js"
 import {

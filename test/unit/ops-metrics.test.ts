@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { FillUpdate, OrderUpdate } from "../../src/engine/EngineBus.js"
 import { DaemonMetrics, type StrategyFigures } from "../../src/ops/Metrics.js"
-import type { BudgetSnapshot } from "../../src/svc/Budget.js"
+import type { BudgetSnapshot } from "../../src/svc/Governor.js"
 
 /** Runs `body` with the metrics in place, then returns the exposition. */
 const exposed = (body: (metrics: DaemonMetrics) => Effect.Effect<void, never, Scope.Scope>) =>
