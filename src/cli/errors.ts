@@ -3,7 +3,7 @@ import { Data } from "effect"
 
 export class CliError extends Data.TaggedError("CliError")<{
   readonly message: string
-  /** 2: bad usage or configuration; 1: a runtime failure. */
+  /** 2: bad usage or configuration, or a file svcbot must not use as it is (nothing was written); 1: a runtime failure. */
   readonly exitCode: number
 }> {}
 

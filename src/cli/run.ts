@@ -1,7 +1,9 @@
 /**
  * `svcbot run`: the daemon. Exit codes: 0 after a clean stop (signal or --for),
- * 2 for a configuration or usage problem (nothing was written), 1 when the
- * venue, the key or the database failed at start or the engine stopped.
+ * 2 for a configuration or usage problem or a database it must not use (read-only,
+ * held by another `svcbot run`, damaged, written by a newer svcbot; nothing was
+ * written), 1 when the venue, the key or the database failed at start or the
+ * engine stopped.
  */
 import { existsSync } from "node:fs"
 import { Command, Options } from "@effect/cli"
@@ -16,6 +18,7 @@ import { runDaemon, StartupError, type ResolvedInstance } from "../daemon/Daemon
 import * as Log from "../log/Logger.js"
 import { AlertWebhook } from "../ops/AlertWebhook.js"
 import { liveStatus } from "../promotion/Promotion.js"
+import { checkDatabase, claimDatabaseForRun } from "../store/Database.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
 
@@ -108,8 +111,16 @@ export const runCommand = Command.make("run", options, (flags) =>
             Layer.mapError((error) => usageError(`alerts.webhookUrl: ${error.problem}`))
           )
     const logging = daemonLogging(health, { level: config.log.level, ...(config.log.pretty === undefined ? {} : { pretty: config.log.pretty }) }, alerts)
+    const evidencePath = evidencePathOf(config)
+    // Before the venue is asked anything: a database this run must not use is refused unchanged,
+    // and the daemon's own stays claimed by this process until it exits.
+    const claimed = Effect.zipRight(
+      claimDatabaseForRun(config.database.path),
+      evidencePath === config.database.path ? Effect.void : Effect.try({ try: () => checkDatabase(evidencePath), catch: (error) => (error instanceof Error ? error : new Error(String(error))) })
+    ).pipe(Effect.mapError((error) => new StartupError({ message: error.message, exitCode: 2 })))
     yield* shutdownWatchdog(config.engine.shutdownTimeoutMs).pipe(
-      Effect.zipRight(runDaemon({ config, env, runFor, acceptUnpromoted: flags.acceptUnpromoted, liveGate: liveGate(evidencePathOf(config)) })),
+      Effect.zipRight(claimed),
+      Effect.zipRight(runDaemon({ config, env, runFor, acceptUnpromoted: flags.acceptUnpromoted, liveGate: liveGate(evidencePath) })),
       Effect.scoped,
       Effect.tap(() => Log.logEvent("app.stopped", { exitCode: 0 })),
       Effect.tapError((error) => Log.logEvent("app.stopped", { exitCode: error.exitCode, error: error.message })),
@@ -123,7 +134,7 @@ export const runCommand = Command.make("run", options, (flags) =>
   Command.withDescription(
     described("Run the trading daemon (paper trading on the embedded venue by default)", {
       details: [
-        "Logs one JSON line per event on stdout (pretty on a terminal), for the container's log collector. Exit code 0 after a clean stop (a signal or --for), 2 for a configuration problem (nothing was written), 1 when the venue, the key or the database failed at start or the engine stopped."
+        "Logs one JSON line per event on stdout (pretty on a terminal), for the container's log collector. Exit code 0 after a clean stop (a signal or --for), 2 for a configuration problem or a database it must not use: read-only, held by another svcbot run, damaged or from a newer svcbot (nothing was written), 1 when the venue, the key or the database failed at start or the engine stopped."
       ],
       examples: ["svcbot run", "svcbot run --config config/default.json --for 20s", "svcbot run --config config/live.json --mode live"]
     })

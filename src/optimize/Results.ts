@@ -8,11 +8,16 @@ import { resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import type BetterSqlite3 from "better-sqlite3"
 import { Data } from "effect"
-import { openDatabase } from "../store/Database.js"
+import { DatabaseRefused, openDatabase } from "../store/Database.js"
+import { DatabaseFromNewerVersion } from "../store/Migrations.js"
 import type { MetricsJson } from "./Objective.js"
 import type { Trial, TrialResult } from "./Trial.js"
 
-export class ResultsUnavailable extends Data.TaggedError("ResultsUnavailable")<{ readonly message: string }> {}
+export class ResultsUnavailable extends Data.TaggedError("ResultsUnavailable")<{
+  readonly message: string
+  /** The file is one svcbot must not write (read-only, damaged, from a newer svcbot): a retry does not help, fixing the file does. */
+  readonly refused: boolean
+}> {}
 
 /** The results file's own migrations: its schema is not the daemon's. */
 const RESULTS_MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/results/", import.meta.url))
@@ -113,12 +118,16 @@ export class ResultsStore implements ResultsBackend {
     readonly where: string
   ) {}
 
-  /** Opens (creating when missing, for its owner only) the results file; refuses one written by a newer svcbot. */
+  /**
+   * Opens (creating when missing, for its owner only) the results file; refuses, unchanged, one
+   * that is read-only, locked, damaged or written by a newer svcbot.
+   */
   static open(path: string): ResultsStore {
     try {
       return new ResultsStore(openDatabase({ path, migrationsDir: RESULTS_MIGRATIONS_DIR }), path === ":memory:" ? path : resolve(path))
     } catch (cause) {
-      throw new ResultsUnavailable({ message: `cannot open the results database ${path}: ${cause instanceof Error ? cause.message : String(cause)}` })
+      if (cause instanceof DatabaseRefused || cause instanceof DatabaseFromNewerVersion) throw new ResultsUnavailable({ message: cause.message, refused: true })
+      throw new ResultsUnavailable({ message: `cannot open the results database ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, refused: false })
     }
   }
 

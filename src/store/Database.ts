@@ -4,15 +4,25 @@
  * of svcbot is one `transaction`; what must be on disk before a request leaves
  * (an order marked as being sent) is made so by `syncToDisk`. Every SQLite file
  * svcbot keeps (the daemon's, the optimiser's results) is opened here, with the
- * same pragmas and its own folder of migrations.
+ * same pragmas and its own folder of migrations. A file svcbot cannot write, that
+ * another `svcbot run` holds, that is damaged or that a newer svcbot wrote is
+ * refused before anything is written to it.
  */
 import BetterSqlite3 from "better-sqlite3"
-import { Effect } from "effect"
-import { closeSync, mkdirSync, openSync } from "node:fs"
+import { Data, Effect, type Scope } from "effect"
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync } from "node:fs"
 import { type FileHandle, open } from "node:fs/promises"
 import { dirname } from "node:path"
 import { logEvent } from "../log/Logger.js"
-import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, migrate, MigrationFailed, readMigrations } from "./Migrations.js"
+import {
+  appliedVersionsOf,
+  DatabaseFromNewerVersion,
+  DEFAULT_MIGRATIONS_DIR,
+  fromNewerVersion,
+  migrate,
+  MigrationFailed,
+  readMigrations
+} from "./Migrations.js"
 
 /** A list of known words (order states) as an SQL list, `('a', 'b')`: never text from outside. */
 export const sqlList = (words: Iterable<string>): string => `(${[...words].map((w) => `'${w}'`).join(", ")})`
@@ -42,10 +52,21 @@ export const createDatabaseFile = (path: string): void => {
 /** How long a statement waits for another connection's write lock before it fails. */
 const BUSY_TIMEOUT_MS = 5000
 
+/** The WAL file's size once a checkpoint has copied it into the database: twice what an automatic checkpoint lets it reach. */
+const WAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
+
 const connect = (path: string): BetterSqlite3.Database => {
   createDatabaseFile(path)
   const db = new BetterSqlite3(path)
   db.pragma("journal_mode = WAL")
+  // A commit that leaves more than 1000 pages (4 MB) in the WAL checkpoints them into the database
+  // (SQLite's default, stated so that it stays on). A checkpoint does not shrink the WAL file: SQLite
+  // writes it again from the start, so a burst (a long fill sync, a migration) would leave it at its
+  // largest for good; journal_size_limit cuts it back after each checkpoint. What could still let it
+  // grow is a reader whose transaction stays open (a checkpoint cannot pass the oldest snapshot in
+  // use): every svcbot read, in this process or another, runs its statement to the end at once.
+  db.pragma("wal_autocheckpoint = 1000")
+  db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
   // NORMAL: a commit is written to the WAL but not fsync'd, so a kill of the process loses
   // nothing (the OS has the pages) and a power loss can lose the last commits. WAL frames are
   // replayed in order up to the last whole commit, so what survives is always a prefix of the
@@ -76,14 +97,151 @@ export const openReadOnlyDatabase = (path: string): BetterSqlite3.Database => {
   return db
 }
 
+/** Why a database file is not opened, and what the operator does about it: one line. */
+export class DatabaseRefused extends Data.TaggedError("DatabaseRefused")<{
+  readonly path: string
+  readonly problem: string
+  readonly fix: string
+}> {
+  override get message() {
+    return `the database ${this.path} ${this.problem}: ${this.fix}`
+  }
+}
+
+const errorCode = (error: unknown): string => String((error as { code?: unknown }).code ?? "")
+
+/** The nearest folder of `path` that exists: where a missing file would be created. */
+const existingFolderOf = (path: string): string => {
+  let folder = dirname(path)
+  while (!existsSync(folder) && dirname(folder) !== folder) folder = dirname(folder)
+  return folder
+}
+
+/**
+ * Refuses a file this process may not write: the file, its -wal and -shm beside it, and the folder
+ * SQLite creates them in. access(2) answers for root as well (a read-only mount), where the mode
+ * bits alone would not.
+ */
+const checkWritable = (path: string): void => {
+  const paths = existsSync(path) ? [path, dirname(path), ...[`${path}-wal`, `${path}-shm`].filter(existsSync)] : [existingFolderOf(path)]
+  for (const each of paths) {
+    try {
+      accessSync(each, constants.W_OK)
+    } catch (error) {
+      const where = each === path ? "" : ` (${each})`
+      throw errorCode(error) === "EROFS"
+        ? new DatabaseRefused({ path, problem: `is on a read-only file system${where}`, fix: "remount it read-write, or point the config at a file on a writable volume" })
+        : new DatabaseRefused({
+            path,
+            problem: `is read-only for this user (uid ${process.getuid?.() ?? "?"})${where}`,
+            fix: "make the file and its folder writable by the user svcbot runs as (chown or chmod u+w), or point the config at another file"
+          })
+    }
+  }
+}
+
+/**
+ * Reads an existing file without writing to it (a read-only connection never checkpoints) and
+ * refuses it when it is locked beyond the busy timeout, fails `PRAGMA quick_check`, or carries a
+ * migration `migrations` lacks.
+ */
+const checkContents = (path: string, migrationsDir: string): void => {
+  const damaged = (finding: string) =>
+    new DatabaseRefused({
+      path,
+      problem: `is damaged (${finding})`,
+      fix: "stop svcbot, restore the file from a backup or salvage it with `sqlite3 FILE .recover`, or move it aside to start afresh (what it held stays in the moved file)"
+    })
+  let db: BetterSqlite3.Database | undefined
+  try {
+    db = new BetterSqlite3(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS })
+    const findings = (db.pragma("quick_check(3)") as Array<{ quick_check: string }>).map((row) => row.quick_check)
+    if (findings.join() !== "ok") throw damaged(`quick_check: ${findings.join("; ").replace(/\s+/g, " ")}`)
+    const newer = fromNewerVersion(path, appliedVersionsOf(db), readMigrations(migrationsDir))
+    if (newer !== undefined) throw newer
+  } catch (error) {
+    if (error instanceof DatabaseRefused || error instanceof DatabaseFromNewerVersion || error instanceof MigrationFailed) throw error
+    const code = errorCode(error)
+    if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+      throw new DatabaseRefused({ path, problem: "is locked by another process", fix: "stop the process that holds it, or point the config at another file" })
+    }
+    if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") throw damaged(error instanceof Error ? error.message : code)
+    throw new DatabaseRefused({ path, problem: `cannot be read (${error instanceof Error ? error.message : String(error)})`, fix: "check the file and its folder, or point the config at another file" })
+  } finally {
+    db?.close()
+  }
+}
+
+/**
+ * Refuses, with a `DatabaseRefused` or a `DatabaseFromNewerVersion`, a database file svcbot must not
+ * open for writing; writes nothing. A missing file passes when its folder is writable.
+ */
+export const checkDatabase = (path: string, migrationsDir: string = DEFAULT_MIGRATIONS_DIR): void => {
+  if (path === ":memory:") return
+  checkWritable(path)
+  if (existsSync(path)) checkContents(path, migrationsDir)
+}
+
+/** The file beside a daemon's database whose lock says a `svcbot run` uses the database. */
+export const runLockPathOf = (path: string): string => `${path}.lock`
+
+/**
+ * Claims the database for one `svcbot run` until the scope ends: an exclusive SQLite lock on the
+ * lock file beside it (an fcntl lock, which the kernel drops with the process, so a run killed
+ * with SIGKILL never blocks the next start), then `checkDatabase`. Other commands (status,
+ * resume, backtests) share the database with a running daemon and take no such lock.
+ */
+export const claimDatabaseForRun = (path: string): Effect.Effect<void, DatabaseRefused | DatabaseFromNewerVersion | MigrationFailed, Scope.Scope> =>
+  path === ":memory:"
+    ? Effect.void
+    : Effect.acquireRelease(
+        Effect.try({
+          try: () => {
+            checkWritable(path)
+            const lockPath = runLockPathOf(path)
+            createDatabaseFile(lockPath)
+            const lock = new BetterSqlite3(lockPath, { timeout: 0 })
+            try {
+              // The transaction is never committed, only held: no journal file beside it.
+              lock.pragma("journal_mode = MEMORY")
+              lock.exec("BEGIN EXCLUSIVE")
+            } catch (error) {
+              lock.close()
+              throw errorCode(error).startsWith("SQLITE_BUSY")
+                ? new DatabaseRefused({
+                    path,
+                    problem: `is in use by another svcbot process (\`svcbot run\` holds ${lockPath})`,
+                    fix: "stop that process before starting this one, or give this one its own database.path"
+                  })
+                : error
+            }
+            try {
+              if (existsSync(path)) checkContents(path, DEFAULT_MIGRATIONS_DIR)
+            } catch (error) {
+              lock.close()
+              throw error
+            }
+            return lock
+          },
+          catch: (error) =>
+            error instanceof DatabaseRefused || error instanceof DatabaseFromNewerVersion || error instanceof MigrationFailed
+              ? error
+              : new DatabaseRefused({ path, problem: `cannot be locked (${error instanceof Error ? error.message : String(error)})`, fix: "check the folder of the file, or point the config at another file" })
+        }),
+        (lock) => Effect.sync(() => lock.close())
+      ).pipe(Effect.asVoid)
+
 /**
  * Opens and migrates a database file outside Effect (the optimiser's results, benchmarks,
- * commands); the caller closes it. `migrationsDir` defaults to the daemon's migrations.
+ * commands) once `checkDatabase` passes it; the caller closes it. `migrationsDir` defaults to the
+ * daemon's migrations.
  */
 export const openDatabase = (options: DatabaseOptions): BetterSqlite3.Database => {
+  const migrationsDir = options.migrationsDir ?? DEFAULT_MIGRATIONS_DIR
+  checkDatabase(options.path, migrationsDir)
   const db = connect(options.path)
   try {
-    migrate(db, options.path, readMigrations(options.migrationsDir ?? DEFAULT_MIGRATIONS_DIR))
+    migrate(db, options.path, readMigrations(migrationsDir))
     return db
   } catch (error) {
     db.close()

@@ -54,6 +54,26 @@ export const readMigrations = (dir: string): ReadonlyArray<Migration> => {
   return migrations.sort((a, b) => a.version - b.version)
 }
 
+/** The versions recorded in `schema_migrations`; none when the table is missing (a new file). */
+export const appliedVersionsOf = (db: BetterSqlite3.Database): ReadonlySet<number> => {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get()
+  if (table === undefined) return new Set()
+  return new Set((db.prepare("SELECT version FROM schema_migrations").all() as Array<{ version: number }>).map((row) => row.version))
+}
+
+/** A database carrying a migration that `migrations` lacks was written by a newer svcbot. */
+export const fromNewerVersion = (
+  path: string,
+  appliedVersions: ReadonlySet<number>,
+  migrations: ReadonlyArray<Migration>
+): DatabaseFromNewerVersion | undefined => {
+  const knownVersion = migrations.reduce((max, m) => Math.max(max, m.version), 0)
+  const databaseVersion = [...appliedVersions].reduce((max, v) => Math.max(max, v), 0)
+  return databaseVersion > knownVersion || [...appliedVersions].some((v) => !migrations.some((m) => m.version === v))
+    ? new DatabaseFromNewerVersion({ path, databaseVersion, knownVersion })
+    : undefined
+}
+
 /**
  * Brings `db` up to date with `migrations`; returns the migrations it applied.
  * Throws `DatabaseFromNewerVersion` or `MigrationFailed`.
@@ -64,14 +84,9 @@ export const migrate = (db: BetterSqlite3.Database, path: string, migrations: Re
     name       TEXT NOT NULL,
     applied_at INTEGER NOT NULL
   )`)
-  const appliedVersions = new Set(
-    (db.prepare("SELECT version FROM schema_migrations").all() as Array<{ version: number }>).map((row) => row.version)
-  )
-  const knownVersion = migrations.reduce((max, m) => Math.max(max, m.version), 0)
-  const databaseVersion = [...appliedVersions].reduce((max, v) => Math.max(max, v), 0)
-  if (databaseVersion > knownVersion || [...appliedVersions].some((v) => !migrations.some((m) => m.version === v))) {
-    throw new DatabaseFromNewerVersion({ path, databaseVersion, knownVersion })
-  }
+  const appliedVersions = appliedVersionsOf(db)
+  const newer = fromNewerVersion(path, appliedVersions, migrations)
+  if (newer !== undefined) throw newer
   const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
   const applied: Array<Migration> = []
   for (const migration of migrations) {
