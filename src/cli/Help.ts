@@ -6,7 +6,7 @@
  * defaults; this one says what svcbot's flags mean.
  *
  * The descriptor nodes below are @effect/cli 0.77's (the installed version is pinned in
- * package.json); a node of an unknown kind throws, and test/unit/cli-help.test.ts renders the
+ * package.json); a node of an unknown kind throws, and test/integration/cli-help.test.ts renders the
  * help of every command, so a change of shape fails a test instead of hiding a flag.
  */
 import { type CommandDescriptor, HelpDoc, type Span } from "@effect/cli"

@@ -1,5 +1,5 @@
 /**
- * Which tier each test file runs in, by what it needs rather than by its folder:
+ * Which tier each test file runs in, by its folder, which says what it needs:
  *
  * - fast: pure units and strategies, in this process only (a SQLite file in a temp dir is
  *   fine; signer.test.ts asks the openssl command for its test vectors, milliseconds). No
@@ -16,25 +16,6 @@ import { defineConfig, type ViteUserConfig } from "vitest/config"
 
 export type Tier = "fast" | "integration" | "slow" | "container"
 
-/**
- * Files under test/unit that spawn the CLI, start worker threads or a venue, or listen on a
- * port: they run in the integration tier, which has the time and the workers for them.
- */
-export const UNIT_FILES_IN_INTEGRATION: ReadonlyArray<string> = [
-  "test/unit/backtest-cli.test.ts",
-  "test/unit/backtest-sweep.test.ts",
-  "test/unit/backtest-venue-parity.test.ts",
-  "test/unit/cli-help.test.ts",
-  "test/unit/cli-usage.test.ts",
-  "test/unit/health.test.ts",
-  "test/unit/ops-compose.test.ts",
-  "test/unit/ops-healthcheck.test.ts",
-  "test/unit/optimize-search.test.ts",
-  "test/unit/sign-cli.test.ts",
-  "test/unit/trades-profit.test.ts",
-  "test/unit/venue-cli.test.ts"
-]
-
 const FOLDERS: ReadonlyArray<readonly [string, Tier]> = [
   ["test/unit/", "fast"],
   ["strategies/", "fast"],
@@ -46,15 +27,12 @@ const FOLDERS: ReadonlyArray<readonly [string, Tier]> = [
 ]
 
 /** The tier of a test file given relative to the checkout, or undefined for a file outside every tier's folders. */
-export const tierOf = (file: string): Tier | undefined =>
-  UNIT_FILES_IN_INTEGRATION.includes(file) ? "integration" : FOLDERS.find(([folder]) => file.startsWith(folder))?.[1]
+export const tierOf = (file: string): Tier | undefined => FOLDERS.find(([folder]) => file.startsWith(folder))?.[1]
 
 /** The include and exclude globs of a tier's vitest config, made from the same table as tierOf. */
 export const tierFiles = (tier: Tier): { readonly include: Array<string>; readonly exclude: Array<string> } => {
   const folders = FOLDERS.filter(([, t]) => t === tier).map(([folder]) => `${folder}**/*.test.ts`)
-  return tier === "integration"
-    ? { include: [...folders, ...UNIT_FILES_IN_INTEGRATION], exclude: ["**/node_modules/**"] }
-    : { include: folders, exclude: tier === "fast" ? [...UNIT_FILES_IN_INTEGRATION, "**/node_modules/**"] : ["**/node_modules/**"] }
+  return { include: folders, exclude: ["**/node_modules/**"] }
 }
 
 /**

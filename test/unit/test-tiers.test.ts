@@ -2,11 +2,11 @@
  * `npm test` runs the tiers one after the other, not every file vitest.config.ts finds: a
  * test file outside every tier would never run in CI.
  */
-import { existsSync, readdirSync } from "node:fs"
+import { readdirSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { ROOT } from "../support/daemon.js"
-import { tierOf, UNIT_FILES_IN_INTEGRATION } from "../support/tiers.js"
+import { tierOf } from "../support/tiers.js"
 
 const testFiles = (folder: string): Array<string> =>
   readdirSync(join(ROOT, folder), { recursive: true, encoding: "utf8" })
@@ -18,9 +18,5 @@ describe("test tiers", () => {
     const files = [...testFiles("test"), ...testFiles("strategies")]
     expect(files.length).toBeGreaterThan(100)
     expect(files.filter((file) => tierOf(file) === undefined)).toEqual([])
-  })
-
-  it("name only unit files that exist", () => {
-    expect(UNIT_FILES_IN_INTEGRATION.filter((file) => !existsSync(join(ROOT, file)))).toEqual([])
   })
 })
