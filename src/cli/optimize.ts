@@ -16,7 +16,7 @@ import { parse, stringify } from "../domain/Json.js"
 import { insertInstance } from "../optimize/Instance.js"
 import { heatMapOf, renderPage } from "../optimize/Page.js"
 import { connectCluster } from "../optimize/Cluster.js"
-import { type ResultsBackend, ResultsStore } from "../optimize/Results.js"
+import { type ResultsBackend, ResultsStore, ResultsUnavailable } from "../optimize/Results.js"
 import { inProcessRunner, recordedRunner, startWorkerRunner, type TrialRunner } from "../optimize/Runner.js"
 import { foldWindows, optimiseWindow, parseWalkForward, type RankedCandidate, walkForward } from "../optimize/Search.js"
 import { candidates, isObject, parseSpace } from "../optimize/Space.js"
@@ -89,7 +89,11 @@ const withResults = <A, E>(flags: Flags, use: (results: Results) => Effect.Effec
         (session) => Effect.promise(() => session.close())
       )
     : Effect.acquireUseRelease(
-        Effect.try({ try: () => ResultsStore.open(resultsPath(flags)), catch: failure }),
+        Effect.try({
+          try: () => ResultsStore.open(resultsPath(flags)),
+          // A results file svcbot must not write is the operator's to fix, as a bad flag is: exit 2.
+          catch: (cause) => (cause instanceof ResultsUnavailable && cause.refused ? usageError(cause.message) : failure(cause))
+        }),
         (store) => use({ store, openRunner: (_study, job, _runId, threads) => openRunner(job.spec, job, threads) }),
         (store) => Effect.sync(() => store.close())
       )

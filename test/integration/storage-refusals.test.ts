@@ -197,6 +197,19 @@ describe("the optimiser's results store", () => {
     expect(readFileSync(path).equals(before)).toBe(true)
   })
 
+  it("svcbot optimize on a damaged results file exits 2 in one line, the file unchanged", async () => {
+    const dir = newDir("results-cli")
+    const path = join(dir, "results.db")
+    migratedDatabase(path, RESULTS_MIGRATIONS)
+    damage(path)
+    const before = readFileSync(path)
+    const space = join(dir, "space.json")
+    writeFileSync(space, JSON.stringify({ params: { fastPeriod: [3, 6], slowPeriod: [13] }, rankBy: "profit" }))
+    const optimize = svcbot(["optimize", "--strategy", "sma-crossover", "--synthetic", "7:300", "--params", '{"quoteQty": "1000"}', "--space", space, "--threads", "0", "--db", path])
+    await expectRefused(optimize, path, /is damaged/)
+    expect(readFileSync(path).equals(before)).toBe(true)
+  })
+
   it("refuses one written by a newer svcbot", () => {
     const path = join(newDir("results-newer"), "results.db")
     const store = ResultsStore.open(path)
