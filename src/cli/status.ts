@@ -20,7 +20,7 @@ import { atPlaces, type Precision, placesSeen, precisionOf } from "../domain/Dis
 import { bookBalances, bookFillOf, dayPnl, portfolio } from "../engine/Portfolio.js"
 import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
-import type { FillTableRow } from "../store/FillLedger.js"
+import { type AttributedFillRow, readAttributedFills, strategyFills } from "../store/FillLedger.js"
 import { entriesStopped, recentActions } from "../console/Actions.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
@@ -148,10 +148,6 @@ interface OrderRecord {
   created_at: number
 }
 
-export interface FillRecord extends Omit<FillTableRow, "raw"> {
-  strategy_id: string | null
-  tag: string | null
-}
 
 const inList = (states: Iterable<string>): string => `(${[...states].map((s) => `'${s}'`).join(", ")})`
 
@@ -160,7 +156,7 @@ const inList = (states: Iterable<string>): string => `(${[...states].map((s) => 
  * database stores no exchange-info, but a fee is charged in the pair's base or
  * quote asset, and a symbol is its base followed by its quote.
  */
-export const pairsFromFees = (fills: ReadonlyArray<FillRecord>): ReadonlyMap<string, { readonly base: string; readonly quote: string }> => {
+export const pairsFromFees = (fills: ReadonlyArray<AttributedFillRow>): ReadonlyMap<string, { readonly base: string; readonly quote: string }> => {
   const pairs = new Map<string, { readonly base: string; readonly quote: string }>()
   for (const fill of fills) {
     if (pairs.has(fill.symbol) || fill.fee_asset.length >= fill.symbol.length) continue
@@ -174,17 +170,6 @@ export const pairsFromFees = (fills: ReadonlyArray<FillRecord>): ReadonlyMap<str
 /** The exchange's precision as the daemon stored it; a database from before pair rules were stored has none (its fills then tell). */
 export const displayPrecision = (db: BetterSqlite3.Database): Precision =>
   db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pair_rules'").get() === undefined ? precisionOf([]) : storedPrecision(db)
-
-/** Every fill in the ledger with the strategy and tag of its order, oldest first. */
-export const readFills = (db: BetterSqlite3.Database): Array<FillRecord> =>
-  db
-    .prepare(
-      `SELECT f.fill_id, f.client_order_id, o.strategy_id, o.tag, f.symbol, f.side, f.liquidity, f.price, f.base_qty, f.quote_qty,
-              f.fee, f.fee_asset, f.time
-       FROM fills f LEFT JOIN orders o ON o.client_order_id = f.client_order_id
-       ORDER BY f.time, f.fill_id`
-    )
-    .all() as Array<FillRecord>
 
 const orderStatusOf = (row: OrderRecord): OpenOrderStatus => ({
   strategy: row.strategy_id,
@@ -203,7 +188,7 @@ const orderStatusOf = (row: OrderRecord): OpenOrderStatus => ({
   createdAt: iso(row.created_at)!
 })
 
-const fillStatusOf = (fill: FillRecord): FillStatus => ({
+const fillStatusOf = (fill: AttributedFillRow): FillStatus => ({
   time: iso(fill.time)!,
   fillId: fill.fill_id,
   strategy: fill.strategy_id,
@@ -234,17 +219,7 @@ export const readOrders = (
 
 /** The newest `limit` fills, newest first, of one strategy instance when `instance` is given. */
 export const readRecentFills = (db: BetterSqlite3.Database, only: { readonly instance?: string | undefined; readonly limit: number }): Array<FillStatus> =>
-  (
-    db
-      .prepare(
-        `SELECT f.fill_id, f.client_order_id, o.strategy_id, o.tag, f.symbol, f.side, f.liquidity, f.price, f.base_qty, f.quote_qty,
-                f.fee, f.fee_asset, f.time
-         FROM fills f LEFT JOIN orders o ON o.client_order_id = f.client_order_id
-         ${only.instance === undefined ? "" : "WHERE o.strategy_id = @instance"}
-         ORDER BY f.time DESC, f.fill_id DESC LIMIT @limit`
-      )
-      .all({ ...(only.instance === undefined ? {} : { instance: only.instance }), limit: only.limit }) as Array<FillRecord>
-  ).map(fillStatusOf)
+  (only.instance === undefined ? readAttributedFills(db) : strategyFills(db).all(only.instance)).slice(-only.limit).reverse().map(fillStatusOf)
 
 export const readStatus = (db: BetterSqlite3.Database, path: string, now: number, config: Config | undefined): StatusReport => {
   const dayStart = now - (now % DAY_MS)
@@ -271,19 +246,19 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
 
   const openOrders = readOrders(db, { open: true })
 
-  const fills = readFills(db)
+  const fills = readAttributedFills(db)
   const fillsToday = fills
     .filter((fill) => fill.time >= dayStart)
     .reverse()
     .map(fillStatusOf)
 
   // The database stores no market prices: the last fill of a symbol is the newest price it knows.
-  const lastFill = new Map<string, FillRecord>()
+  const lastFill = new Map<string, AttributedFillRow>()
   for (const fill of fills) lastFill.set(fill.symbol, fill)
   const lastPrices = new Map([...lastFill].map(([symbol, fill]) => [symbol, new Decimal(fill.price)]))
   const pairs = pairsFromFees(fills)
 
-  const byStrategy = new Map<string, Array<FillRecord>>()
+  const byStrategy = new Map<string, Array<AttributedFillRow>>()
   for (const fill of fills) {
     if (fill.strategy_id === null) continue
     byStrategy.set(fill.strategy_id, [...(byStrategy.get(fill.strategy_id) ?? []), fill])
@@ -291,7 +266,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
   // A configured instance is listed even before its first fill: its PnL is then exactly 0.
   for (const id of configured.keys()) if (!byStrategy.has(id)) byStrategy.set(id, [])
   const precision = displayPrecision(db)
-  const ownBook = (allocation: Readonly<Record<string, Decimal>> | undefined, own: ReadonlyArray<FillRecord>): Record<string, string> | null => {
+  const ownBook = (allocation: Readonly<Record<string, Decimal>> | undefined, own: ReadonlyArray<AttributedFillRow>): Record<string, string> | null => {
     if (allocation === undefined) return null
     const book = bookBalances(allocation, own.map(bookFillOf), pairs)
     return Object.fromEntries([...book].map(([asset, amount]) => [asset, amount.toFixed()]))

@@ -12,6 +12,7 @@ import { readStatus } from "../cli/status.js"
 import type { Config } from "../config/Config.js"
 import { Decimal, ZERO } from "../domain/Decimal.js"
 import { PnlWalk, type BookFill } from "../promotion/Book.js"
+import { strategyFills } from "../store/FillLedger.js"
 import { decodeGates, type GateCheck } from "../promotion/Gates.js"
 import { evaluate, identityOf } from "../promotion/Promotion.js"
 import { promotionOf, type Stage } from "../promotion/Records.js"
@@ -78,13 +79,7 @@ export const MAX_PNL_POINTS = 2000
  * Exact strings; a chart turns them into numbers only to draw them.
  */
 export const pnlSeries = (db: BetterSqlite3.Database, instance: string): { readonly instance: string; readonly fills: number; readonly points: ReadonlyArray<{ readonly time: string; readonly net: string }> } => {
-  const rows = db
-    .prepare(
-      `SELECT f.symbol, f.side, f.price, f.base_qty, f.quote_qty, f.fee, f.fee_asset, f.time
-       FROM fills f JOIN orders o ON o.client_order_id = f.client_order_id
-       WHERE o.strategy_id = ? ORDER BY f.time, f.fill_id`
-    )
-    .all(instance) as Array<{ symbol: string; side: string; price: string; base_qty: string; quote_qty: string; fee: string; fee_asset: string; time: number }>
+  const rows = strategyFills(db).all(instance)
   const pairs = baseAssets(db)
   const walks = new Map<string, { walk: PnlWalk; fills: Array<BookFill>; last: Decimal }>()
   const points: Array<{ time: string; net: string }> = []
