@@ -2,7 +2,7 @@
  * `npm test` runs the tiers one after the other, not every file vitest.config.ts finds: a
  * test file outside every tier would never run in CI.
  */
-import { readdirSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { ROOT } from "../support/daemon.js"
@@ -19,4 +19,22 @@ describe("test tiers", () => {
     expect(files.length).toBeGreaterThan(100)
     expect(files.filter((file) => tierOf(file) === undefined)).toEqual([])
   })
+
+  it("keep the fast tier in its own process: no spawned command, worker thread, listening socket, venue, Postgres or browser", () => {
+    const forbidden = ["child_process", "worker_threads", ".listen(", "startVenue(", "startPostgres(", "playwright", "svcbot(", "new Worker("]
+    // signer.test.ts asks openssl for its test vectors: a few milliseconds, nothing left running.
+    // This file only names the words it looks for.
+    const allowed = new Map([
+      ["test/unit/signer.test.ts", ["child_process"]],
+      ["test/unit/test-tiers.test.ts", forbidden]
+    ])
+    const fast = [...testFiles("test"), ...testFiles("strategies")].filter((file) => tierOf(file) === "fast")
+    expect(fast.length).toBeGreaterThan(50)
+    const offending = fast.flatMap((file) => {
+      const text = readFileSync(join(ROOT, file), "utf8")
+      return forbidden.filter((word) => !(allowed.get(file) ?? []).includes(word) && text.includes(word)).map((word) => `${file}: ${word}`)
+    })
+    expect(offending).toEqual([])
+  })
+
 })
