@@ -8,7 +8,6 @@
 import { existsSync } from "node:fs"
 import { Command, Options } from "@effect/cli"
 import { NodeHttpClient } from "@effect/platform-node"
-import BetterSqlite3 from "better-sqlite3"
 import { Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { evidencePathOf } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
@@ -18,7 +17,7 @@ import { runDaemon, StartupError, type ResolvedInstance } from "../daemon/Daemon
 import * as Log from "../log/Logger.js"
 import { AlertWebhook } from "../ops/AlertWebhook.js"
 import { liveStatus } from "../promotion/Promotion.js"
-import { checkDatabase, claimDatabaseForRun } from "../store/Database.js"
+import { checkDatabase, claimDatabaseForRun, openReadOnlyDatabase } from "../store/Database.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
 
@@ -51,7 +50,7 @@ export const daemonLogging = <E>(health: Health, options: Log.LoggerOptions, hoo
 const liveGate = (evidencePath: string) => (instance: ResolvedInstance) =>
   Effect.sync(() => {
     if (!existsSync(evidencePath)) return `no promotion records: the evidence store ${evidencePath} does not exist (evidence.path, or database.path when unset)`
-    const db = new BetterSqlite3(evidencePath, { readonly: true, fileMustExist: true })
+    const db = openReadOnlyDatabase(evidencePath)
     try {
       const status = liveStatus(db, instance.definition.name, instance.sourcePath, instance.rawParams)
       return status.live ? undefined : status.message

@@ -10,7 +10,7 @@
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import { Command, Options } from "@effect/cli"
-import BetterSqlite3 from "better-sqlite3"
+import type BetterSqlite3 from "better-sqlite3"
 import { Console, Effect, Either, Option } from "effect"
 import { type Config } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"
@@ -18,6 +18,7 @@ import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
 import { atPlaces, type Precision, placesSeen, precisionOf } from "../domain/Display.js"
 import { bookBalances, bookFillOf, dayPnl, portfolio } from "../engine/Portfolio.js"
+import { openReadOnlyDatabase, sqlList } from "../store/Database.js"
 import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import { type AttributedFillRow, readAttributedFills, strategyFills } from "../store/FillLedger.js"
@@ -149,7 +150,6 @@ interface OrderRecord {
 }
 
 
-const inList = (states: Iterable<string>): string => `(${[...states].map((s) => `'${s}'`).join(", ")})`
 
 /**
  * The base and quote asset of each symbol, as far as the fills tell: the
@@ -212,7 +212,7 @@ export const readOrders = (
   db: BetterSqlite3.Database,
   only: { readonly open: boolean; readonly instance?: string | undefined; readonly limit?: number | undefined }
 ): Array<OpenOrderStatus> => {
-  const where = [...(only.open ? [`state NOT IN ${inList(TERMINAL_STATES)}`] : []), ...(only.instance === undefined ? [] : ["strategy_id = @instance"])]
+  const where = [...(only.open ? [`state NOT IN ${sqlList(TERMINAL_STATES)}`] : []), ...(only.instance === undefined ? [] : ["strategy_id = @instance"])]
   const sql = `SELECT * FROM orders ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`} ORDER BY ${only.open ? "created_at, order_id" : "order_id DESC"}${only.limit === undefined ? "" : " LIMIT @limit"}`
   return (db.prepare(sql).all({ ...(only.instance === undefined ? {} : { instance: only.instance }), ...(only.limit === undefined ? {} : { limit: only.limit }) }) as Array<OrderRecord>).map(orderStatusOf)
 }
@@ -442,9 +442,8 @@ export const openReadOnly = (path: string): Either.Either<BetterSqlite3.Database
   }
   let db: BetterSqlite3.Database | undefined
   try {
-    db = new BetterSqlite3(path, { readonly: true, fileMustExist: true })
-    // The daemon may hold the write lock for a moment; wait for it instead of failing.
-    db.pragma("busy_timeout = 5000")
+    // Waits out the daemon's write lock instead of failing.
+    db = openReadOnlyDatabase(path)
     const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name))
     const missing = REQUIRED_TABLES.filter((name) => !tables.has(name))
     if (missing.length > 0) {

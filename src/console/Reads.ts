@@ -5,13 +5,14 @@
  * stands on its way to live. Plain functions of an open database; the daemon calls
  * them on its read-only connection, so the console cannot write by mistake.
  */
-import BetterSqlite3 from "better-sqlite3"
+import type BetterSqlite3 from "better-sqlite3"
 import { Either } from "effect"
 import { existsSync } from "node:fs"
 import { readStatus } from "../cli/status.js"
 import type { Config } from "../config/Config.js"
 import { Decimal, ZERO } from "../domain/Decimal.js"
 import { PnlWalk, type BookFill } from "../promotion/Book.js"
+import { openReadOnlyDatabase } from "../store/Database.js"
 import { strategyFills } from "../store/FillLedger.js"
 import { decodeGates, type GateCheck } from "../promotion/Gates.js"
 import { evaluate, identityOf } from "../promotion/Promotion.js"
@@ -134,7 +135,7 @@ const DAY_MS = 86_400_000
  */
 export const promotionsReport = (evidencePath: string, subjects: ReadonlyArray<PromotionSubject>, config: Config): { readonly promotions: ReadonlyArray<PromotionRow> } => {
   if (!existsSync(evidencePath)) return { promotions: subjects.map((s) => emptyRow(s)) }
-  const db = new BetterSqlite3(evidencePath, { readonly: true, fileMustExist: true })
+  const db = openReadOnlyDatabase(evidencePath)
   try {
     db.pragma("busy_timeout = 5000")
     if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'promotions'").get() === undefined) return { promotions: subjects.map((s) => emptyRow(s)) }

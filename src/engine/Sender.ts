@@ -108,8 +108,8 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     const cancels = yield* Cancels
     const accountBlock = yield* AccountBlock
     const settings = yield* EngineSettings
-    /** Groups being released to the senders once synced. */
-    const releases = yield* FiberSet.make()
+    /** Groups being handed over to the senders once synced. */
+    const handOvers = yield* FiberSet.make()
     const outstanding = yield* makeOutstanding
     const answers = yield* makeAnswers
 
@@ -189,7 +189,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
      * Hands the placements of a marked group to the senders once the commit is on disk: after a
      * power loss the journal still knows they may have been sent.
      */
-    const release = (group: ReadonlyArray<number>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number) =>
+    const handOver = (group: ReadonlyArray<number>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number) =>
       Effect.gen(function* () {
         yield* database.syncToDisk
         const marked: Array<OrderRow> = []
@@ -233,7 +233,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
         group.map((orderId) => ({ orderId, event: "send" as const, patch: { sentAt: now } })),
         now
       )
-      yield* FiberSet.run(releases, Effect.uninterruptible(release(group, moved, now)))
+      yield* FiberSet.run(handOvers, Effect.uninterruptible(handOver(group, moved, now)))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(marking.withPermits(1)(markNextGroup)))))
 
@@ -332,7 +332,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
         })
       ),
       /** Waits until every placement queued so far has its answer recorded (a withdrawn one needs none). */
-      awaitIdle: Effect.zipRight(outstanding.awaitIdle, FiberSet.awaitEmpty(releases)),
+      awaitIdle: Effect.zipRight(outstanding.awaitIdle, FiberSet.awaitEmpty(handOvers)),
       /**
        * Ends the senders at the end of a stop and records the answers already heard: from then on
        * nothing of this run moves a placement, so the stop's account of the journal stays true. A
