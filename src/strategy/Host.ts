@@ -225,9 +225,12 @@ export const runInstance = (
       arrived.unsafeOpen()
       if (inbox.length >= QUEUE_CAPACITY) room.unsafeClose()
     }
-    /** Queues an event if there is room. */
+    /**
+     * Queues an event if there is room. Market data a paused instance is given is dropped here, not
+     * when the loop next takes it, so that a resume soon after cannot let it through.
+     */
     const offer = (event: HostEvent): boolean => {
-      if (stopped) return true
+      if (stopped || (pausedFor !== undefined && (event._tag === "Candle" || event._tag === "Ticker"))) return true
       if (inbox.length >= QUEUE_CAPACITY) return false
       push(event)
       return true
