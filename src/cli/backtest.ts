@@ -30,6 +30,7 @@ import { loadStrategy } from "../strategy/Loader.js"
 import { decodeParams, type StrategyDefinition } from "../strategy/Strategy.js"
 import { CliError, usageError } from "./errors.js"
 import { described } from "./Help.js"
+import { parseTime } from "./Times.js"
 
 const DEFAULT_DB = "data/svcbot.db"
 
@@ -58,15 +59,6 @@ export const withDatabase = <A, E>(path: string, use: (db: BetterSqlite3.Databas
     use,
     (db) => Effect.sync(() => db.close())
   )
-
-/** `--from`/`--to`: epoch milliseconds or an ISO date such as 2024-03-01 or 2024-03-01T12:00:00Z. */
-export const parseTime = (text: string, flag: string): Either.Either<number, CliError> => {
-  if (/^\d+$/.test(text)) return Either.right(Number(text))
-  const ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(text) ? Date.parse(text.length === 10 ? `${text}T00:00:00Z` : text) : Number.NaN
-  return Number.isNaN(ms)
-    ? Either.left(usageError(`${flag} must be epoch milliseconds or a UTC date such as 2024-03-01 or 2024-03-01T12:00:00Z, got "${text}"`))
-    : Either.right(ms)
-}
 
 const optionalTime = (value: Option.Option<string>, flag: string): Effect.Effect<number | undefined, CliError> =>
   Option.isNone(value) ? Effect.succeed(undefined) : fromEither(parseTime(value.value, flag))
