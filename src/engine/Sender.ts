@@ -6,11 +6,18 @@
  * came in one timer turn in one commit. A lost answer makes the order `unknown` for
  * reconciliation: nothing is re-sent here.
  *
+ * The order budget is shared among strategy instances in turns (Turns.ts): placements
+ * are marked and sent one instance after the other, and a sender takes the next only
+ * while no placement waits for the budget (`Budget.placementTurn`). So while the budget
+ * binds, the choice of what goes next is made when the budget can let it go, in turn,
+ * and an instance that submits many placements at once cannot hold back the first
+ * placement of one that submits later.
+ *
  * Execution enqueues what a submit journaled and the startup reconcile what a crash
  * left unsent; the stop withdraws what no sender took yet, waits for the sender to
  * be idle and ends the sends.
  */
-import { Cause, Chunk, Clock, Effect, Either, Exit, FiberSet, Option, Queue } from "effect"
+import { Cause, Clock, Effect, Either, Exit, FiberSet, Option, Queue } from "effect"
 import type { InvalidTransition } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
@@ -18,6 +25,7 @@ import { type Move, OrderJournal } from "../store/OrderJournal.js"
 import type { OrderRow } from "../store/OrderRow.js"
 import type { Accepted } from "../svc/Api.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
+import { Budget } from "../svc/Budget.js"
 import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { AccountBlock, blockOf, STOPPING } from "./AccountBlock.js"
@@ -25,8 +33,12 @@ import { Cancels } from "./Cancels.js"
 import type { PlacementBlock } from "./EngineBus.js"
 import { OrderMoves } from "./OrderMoves.js"
 import { EngineSettings } from "./Settings.js"
+import { Turns } from "./Turns.js"
 
 const WITHDRAWN = "withdrawn: the engine stopped before this placement was sent"
+
+/** Whose turn a placement waits for: its strategy instance (placements of no instance share one turn). */
+const instanceOf = (order: OrderRow): string => order.strategyId ?? ""
 
 type Outcome = Exit.Exit<Accepted, SvcError | PlacementOutcomeUnknown>
 
@@ -108,6 +120,11 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     const cancels = yield* Cancels
     const accountBlock = yield* AccountBlock
     const settings = yield* EngineSettings
+    // The key's budget sits beside its client (SvcClient.layerWith provides both); the engine's
+    // layer names only the client as its requirement, so the budget is looked up here.
+    const budget = yield* Effect.flatMap(Effect.serviceOption(Budget), (found) =>
+      Option.isSome(found) ? Effect.succeed(found.value) : Effect.dieMessage("the sender needs the key's Budget beside its SvcClient (SvcClient.layerWith provides both)")
+    )
     /** Groups being handed over to the senders once synced. */
     const handOvers = yield* FiberSet.make()
     const outstanding = yield* makeOutstanding
@@ -130,10 +147,12 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     // The marker's state: what waits to be marked, what is marked and waits for a sender, and the stop.
     /** Marked placements not yet taken by a sender when the next group may be marked: a group is synced while half of one is still to go out. */
     const markAhead = Math.max(1, Math.floor(settings.execution.markGroupSize / 2))
-    /** Placements journaled (state `intent`) and waiting to be marked, in journal order. */
-    const awaitingMark: Array<number> = []
-    /** Placements marked and synced to disk, waiting for a sender. */
-    const readyToSend = yield* Queue.unbounded<OrderRow>()
+    /** Placements journaled (state `intent`) and waiting to be marked, by instance, each instance's in journal order. */
+    const awaitingMark = new Turns<string, number>()
+    /** Placements marked and synced to disk, waiting for a sender, by instance. */
+    const readyToSend = new Turns<string, OrderRow>()
+    /** One for each placement put in `readyToSend`: a sender takes one, then the placement whose turn it is. */
+    const readyCount = yield* Queue.unbounded<void>()
     /** Placements marked and not yet taken by a sender. */
     let markedWaiting = 0
     const markerWake = yield* Queue.sliding<void>(1)
@@ -178,9 +197,10 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
      * between its commit and its queueing). Runs holding `marking`, so no group is half marked.
      */
     const withdrawWaiting = Effect.gen(function* () {
-      const taken = Chunk.toReadonlyArray(yield* Queue.takeAll(readyToSend))
+      const taken = readyToSend.takeAll()
+      yield* Queue.takeAll(readyCount)
       markedWaiting -= taken.length
-      const queued = awaitingMark.splice(0).length
+      const queued = awaitingMark.takeAll().length
       yield* withdraw([...taken, ...(yield* journal.inStates(["intent"]))])
       outstanding.done(taken.length + queued)
     })
@@ -207,7 +227,10 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
         // Only now may any of them be sent, unless the engine began to stop while the commit was synced.
         yield* marking.withPermits(1)(
           Effect.suspend(() => {
-            if (!withdrawing) return Queue.offerAll(readyToSend, marked)
+            if (!withdrawing) {
+              for (const order of marked) readyToSend.push(instanceOf(order), order)
+              return Queue.offerAll(readyCount, marked.map(() => undefined))
+            }
             markedWaiting -= marked.length
             return Effect.zipRight(withdraw(marked), Effect.sync(() => outstanding.done(marked.length)))
           })
@@ -225,8 +248,8 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     const markNextGroup = Effect.gen(function* () {
       // A placement queued after the stop began (its submit was under way) is withdrawn like the others.
       if (withdrawing) return yield* withdrawWaiting
-      if (markedWaiting > markAhead || awaitingMark.length === 0) return
-      const group = awaitingMark.splice(0, settings.execution.markGroupSize - markedWaiting)
+      if (markedWaiting > markAhead || awaitingMark.size === 0) return
+      const group = awaitingMark.takeUpTo(settings.execution.markGroupSize - markedWaiting)
       markedWaiting += group.length
       const now = yield* Clock.currentTimeMillis
       const moved = yield* journal.transitionMany(
@@ -299,10 +322,18 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
       return markedWaiting <= markAhead ? Queue.offer(markerWake, undefined) : Effect.void
     })
 
-    /** One of `sendConcurrency` senders: sends marked placements one at a time, each once, and leaves the answer to be recorded. */
+    /**
+     * One of `sendConcurrency` senders: sends marked placements one at a time, each once, and leaves
+     * the answer to be recorded. It takes the placement whose turn it is only once no placement waits
+     * for the budget, and goes on to the budget in the same step, so the turn is not taken early.
+     */
     const sender = Effect.forever(
       Effect.gen(function* () {
-        const order = yield* Queue.take(readyToSend)
+        yield* Queue.take(readyCount)
+        yield* budget.placementTurn
+        const order = readyToSend.take()
+        // The stop withdrew it meanwhile.
+        if (order === undefined) return
         yield* slotTaken
         const outcome = yield* Effect.exit(place(order))
         yield* answers.push(order, outcome, yield* Clock.currentTimeMillis)
@@ -317,7 +348,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
         Effect.suspend(() => {
           if (orders.length === 0) return Effect.void
           outstanding.add(orders.length)
-          for (const order of orders) awaitingMark.push(order.orderId)
+          for (const order of orders) awaitingMark.push(instanceOf(order), order.orderId)
           return Queue.offer(markerWake, undefined)
         }),
       /**

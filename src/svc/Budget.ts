@@ -2,7 +2,9 @@
  * The budget as a service, one per key: `admit` waits (or refuses) until a request may
  * go out, `settle` books how it ended and wakes the waiters. What may go when, and why,
  * is the Governor's (Governor.ts), decided on the server's clock; this file gives it the
- * time, makes requests wait in priority order and logs what it says.
+ * time, makes requests wait in priority order and logs what it says. `placementTurn` lets
+ * the sender hold its placements back while one waits here (the sender shares the order
+ * budget among strategy instances in turns).
  */
 import { Deferred, Effect, Exit, FiberId } from "effect"
 import { logEvent } from "../log/Logger.js"
@@ -62,8 +64,40 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
           const decision = governor.decide(demand, serverTimeAt(local.unsafeCurrentTimeMillis()))
           if (decision._tag === "Admit") return Effect.succeed(decision.ticket)
           if (decision._tag === "Refuse") return Effect.fail(decision.error)
-          return admitWaiting(demand)
+          return demand.placement ? placementWaiting(admitWaiting(demand)) : admitWaiting(demand)
         })
+
+      /** Placements waiting for admission now. */
+      let placementsWaiting = 0
+
+      /** Counts a placement as waiting from the step it is found to wait in until it leaves, and wakes `placementTurn` then. */
+      const placementWaiting = <A, E>(waiting: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+        Effect.suspend(() => {
+          placementsWaiting += 1
+          return Effect.ensuring(
+            waiting,
+            Effect.sync(() => {
+              placementsWaiting -= 1
+              notify()
+            })
+          )
+        })
+
+      /**
+       * Waits until no placement waits for admission. The sender takes its next placement only
+       * then, so that which instance's placement goes next is chosen when the budget can let one
+       * go: while the order budget binds, placements wait in the sender's turns, where every
+       * instance has its turn, not here, where the first to come goes first.
+       */
+      const placementTurn: Effect.Effect<void> = Effect.suspend(() => {
+        if (placementsWaiting === 0) return Effect.void
+        const signal = changed
+        sleeping += 1
+        return Deferred.await(signal).pipe(
+          Effect.ensuring(Effect.sync(() => (sleeping -= 1))),
+          Effect.zipRight(placementTurn)
+        )
+      })
 
       const admitWaiting = (demand: Demand): Effect.Effect<Ticket, AuthBlocked | CircuitOpen | RateLimited> =>
         Effect.gen(function* () {
@@ -146,6 +180,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
       return {
         admit,
         tryAdmit,
+        placementTurn,
         settle,
         settleAt,
         snapshot,
