@@ -156,6 +156,8 @@ interface OrderTimes {
   /** Local ms the placement was journaled: from then it waits for the budget. */
   readonly createdAt: number
   readonly acceptedAt: number | null
+  /** Until when it waited for the budget: its acceptance, or the end of one that ended unsent (withdrawn, cancelled before it went). */
+  readonly waitedUntil: number
 }
 
 interface Run extends SelfMeasure {
@@ -183,8 +185,12 @@ const runDaemonWith = async (instances: number): Promise<Run> => {
     await stopped
     const db = new BetterSqlite3(dbPath, { readonly: true })
     const orders = db
-      .prepare("SELECT strategy_id AS strategyId, created_at AS createdAt, accepted_at AS acceptedAt FROM orders WHERE strategy_id IS NOT NULL AND created_at <= ?")
-      .all(endAt) as Array<OrderTimes>
+      .prepare(
+        `SELECT strategy_id AS strategyId, created_at AS createdAt, accepted_at AS acceptedAt,
+                COALESCE(accepted_at, CASE WHEN state IN ('intent', 'submitting') THEN ? ELSE updated_at END) AS waitedUntil
+         FROM orders WHERE strategy_id IS NOT NULL AND created_at <= ?`
+      )
+      .all(endAt, endAt) as Array<OrderTimes>
     db.close()
     return { instances, orders, endAt, cpuMs: self.cpuMs, wallMs: self.wallMs, peakRssKb: self.peakRssKb, eventLoopP99Ms: self.eventLoopP99Ms, eventLoopMaxMs: self.eventLoopMaxMs }
   } finally {
@@ -224,7 +230,7 @@ const fairShares = (run: Run): Map<string, { readonly granted: number; readonly 
   for (const grant of grants) {
     const t = grant.acceptedAt!
     const waiting = new Set<string>()
-    for (const o of run.orders) if (o.createdAt <= t && (o.acceptedAt === null || o.acceptedAt >= t)) waiting.add(o.strategyId)
+    for (const o of run.orders) if (o.createdAt <= t && o.waitedUntil >= t) waiting.add(o.strategyId)
     for (const id of waiting) {
       const share = shares.get(id) ?? { granted: 0, fair: 0 }
       share.fair += 1 / waiting.size

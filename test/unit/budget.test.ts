@@ -349,6 +349,34 @@ describe("Budget service (TestClock)", () => {
     }).pipe(Effect.provide(budgetLayer()))
   )
 
+  it.scoped("gives the next placement its turn only once no placement waits for admission", () =>
+    Effect.gen(function* () {
+      const budget = yield* Budget
+      const orders10s = (used: number): Outcome => {
+        const headers: Record<string, string> = {
+          [names.usedWeight1m.toLowerCase()]: "1",
+          [names.weightLimit1m.toLowerCase()]: "1000",
+          [names.ordersUsed10s.toLowerCase()]: String(used),
+          [names.ordersLimit10s.toLowerCase()]: "1"
+        }
+        return { _tag: "Answered", status: 202, header: (name) => headers[name.toLowerCase()], error: undefined }
+      }
+      // Nothing waits: the turn is there at once.
+      yield* budget.placementTurn
+      yield* budget.settle(yield* budget.admit(demand("place", true)), orders10s(1))
+      const waiting = yield* Effect.fork(budget.admit(demand("place", true)))
+      yield* TestClock.adjust(1)
+      const turn = yield* Effect.fork(budget.placementTurn)
+      // A read going out is no placement: the turn still waits.
+      yield* budget.settle(yield* budget.admit(demand("status")), orders10s(1))
+      yield* TestClock.adjust(1)
+      expect(turn.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(10_000)
+      yield* Fiber.join(waiting)
+      yield* Fiber.join(turn)
+    }).pipe(Effect.provide(budgetLayer()))
+  )
+
   it.scoped("logs budget.wait for each waiting request and budget.status each interval", () => {
     const lines: Array<Record<string, unknown>> = []
     const destination = new Writable({

@@ -1,8 +1,8 @@
 /**
- * Taking work in turns (round-robin), held over any sequence of pushes and takes: it takes
- * what the obvious model takes (the owner waiting longest since its last turn, or since it
- * began to wait, goes next), each owner's items in the order they came, and no owner waits
- * while another is served twice.
+ * Taking work in turns, held over any sequence of pushes and takes: it takes what the obvious
+ * model takes (of the owners with work, the one whose turn came longest ago goes next, one
+ * that never had a turn first), each owner's items in the order they came, and no owner
+ * waits while another is served twice.
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
@@ -23,25 +23,28 @@ interface Item {
   readonly seq: number
 }
 
-/** The obvious, slow model: the owner with work whose turn came longest ago (or who began to wait first) goes next. */
+/**
+ * The obvious, slow model: a log of turns; of the owners with work, the one whose last turn is
+ * earliest in the log goes next, owners without a turn in the log first, by their first item.
+ */
 const model = () => {
   const waiting: Array<Item> = []
-  /** Per owner with work: when it joined the ring or last had its turn, on one counter. */
-  const since = new Map<string, number>()
-  let clock = 0
+  const turns: Array<string> = []
+  const firstSeen: Array<string> = []
+  const rank = (owner: string): number => {
+    const last = turns.lastIndexOf(owner)
+    return last === -1 ? firstSeen.indexOf(owner) - 1_000_000 : last
+  }
   return {
     push: (item: Item) => {
-      if (!waiting.some((w) => w.owner === item.owner)) since.set(item.owner, clock++)
+      if (!firstSeen.includes(item.owner)) firstSeen.push(item.owner)
       waiting.push(item)
     },
     take: (): Item | undefined => {
-      let next: string | undefined
-      for (const [owner, at] of since) if (next === undefined || at < since.get(next)!) next = owner
-      if (next === undefined) return undefined
-      const item = waiting.splice(waiting.findIndex((w) => w.owner === next), 1)[0]!
-      if (waiting.some((w) => w.owner === next)) since.set(next, clock++)
-      else since.delete(next)
-      return item
+      if (waiting.length === 0) return undefined
+      const next = [...new Set(waiting.map((w) => w.owner))].reduce((a, b) => (rank(b) < rank(a) ? b : a))
+      turns.push(next)
+      return waiting.splice(waiting.findIndex((w) => w.owner === next), 1)[0]!
     }
   }
 }
@@ -78,12 +81,20 @@ describe("Turns", () => {
     expect(turns.take()).toBeUndefined()
   })
 
-  it("puts an owner that begins to wait after every owner waiting already", () => {
+  it("serves an owner that never had a turn before the owners that had one", () => {
     const turns = new Turns<string, string>()
     for (const item of ["a1", "a2", "a3", "b1", "b2"]) turns.push(item[0]!, item)
     expect(turns.takeUpTo(2)).toEqual(["a1", "b1"])
     turns.push("c", "c1")
-    expect(turns.takeAll()).toEqual(["a2", "b2", "c1", "a3"])
+    expect(turns.takeAll()).toEqual(["c1", "a2", "b2", "a3"])
+  })
+
+  it("serves an owner that begins to wait again before the owners served since its last turn", () => {
+    const turns = new Turns<string, string>()
+    for (const item of ["a1", "b1", "b2", "b3", "c1", "c2", "c3"]) turns.push(item[0]!, item)
+    expect(turns.takeUpTo(4)).toEqual(["a1", "b1", "c1", "b2"])
+    turns.push("a", "a2")
+    expect(turns.takeAll()).toEqual(["a2", "c2", "b3", "c3"])
   })
 
   it("takes what the model takes, over any pushes and takes", () => {
