@@ -5,15 +5,13 @@
  * so a signal or the end of `--for` tears it down in reverse: strategies stop,
  * open orders are cancelled (per config), fills are synced, the database closes.
  */
-import { Clock, Context, Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope, Stream } from "effect"
+import { Clock, Context, Data, Duration, Effect, Either, Layer, Option, Redacted, Schedule, type Scope } from "effect"
 import { type Config, evidencePathOf } from "../config/Config.js"
 import { type Credentials, loadCredentials } from "../config/Load.js"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
-import { atIncrement } from "../domain/Display.js"
 import { TERMINAL_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import * as EngineModule from "../engine/Engine.js"
-import type { EngineEvent, OrderUpdate } from "../engine/EngineBus.js"
 import { Market } from "../engine/Market.js"
 import type { EngineOptions } from "../engine/Settings.js"
 import type { OrderRow } from "../store/OrderJournal.js"
@@ -21,7 +19,8 @@ import { defaultDialect, type Dialect } from "../svc/Dialect.js"
 import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { loadBudgetWeights, saveBudgetWeights } from "../store/BudgetWeights.js"
-import { Database, openDatabase } from "../store/Database.js"
+import { Database, openDatabase, storageHealthOf } from "../store/Database.js"
+import { waitingOutStorage } from "../store/StorageHealth.js"
 import { savePairRules } from "../store/PairRules.js"
 import { waitOutTransients } from "../svc/Transients.js"
 import { isSvcVenue, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
@@ -32,10 +31,11 @@ import type { TapeSource } from "../venue/Tape.js"
 import { runInstance, type AccountView, type RunningInstance, type TradingPort } from "../strategy/Host.js"
 import { loadStrategy } from "../strategy/Loader.js"
 import { INTERVAL_MS, runMarketData } from "../strategy/MarketData.js"
-import { type PaperEvidenceRecorder, recordPaperRuns } from "../promotion/Evidence.js"
+import { recordPaperRuns } from "../promotion/Evidence.js"
 import { StrategyStateStore } from "../strategy/StateStore.js"
-import { decodeParams, type OpenOrder, type OrderUpdateEvent, type OrderUpdateKind, type StrategyDefinition } from "../strategy/Strategy.js"
-import { fillEventOf } from "./FillEvents.js"
+import { decodeParams, type OpenOrder, type OrderUpdateEvent, type StrategyDefinition } from "../strategy/Strategy.js"
+import { routeUpdates, withEventsRecorded } from "./Routing.js"
+import { heartbeat, venueHealth, watchStorage, watchVenue } from "./Watch.js"
 import { DaemonMetrics } from "../ops/Metrics.js"
 import { Health, serveHealth } from "./Health.js"
 import { consoleRoutes } from "../console/Api.js"
@@ -234,40 +234,6 @@ export const checkAgainstVenue = (config: Config, instances: ReadonlyArray<Resol
 /** How often the learned endpoint weights are stored. */
 const WEIGHTS_SAVE_MS = 30_000
 
-/** How often the venue's reachability is looked at for `venue.unreachable` / `venue.reachable`. */
-const VENUE_WATCH_MS = 1000
-
-/** Health reasons from the client's view of the key and the venue; each clears when the next answers are good. */
-const venueHealth = (svc: SvcClient, unreachableAfterMs: number) =>
-  Effect.zipWith(svc.keyHealth, svc.refusedAnswers, (key, refused) => [
-    ...(key.authInvalid ? ["API key refused (API_KEY_INVALID): create a new key on the website; it is probed again once per client.authProbeIntervalMs"] : []),
-    ...(key.authBlockedForMs > 0 ? [`key traffic blocked after failed authentication for ${Math.ceil(key.authBlockedForMs / 1000)} s more`] : []),
-    ...(key.unreachableForMs >= unreachableAfterMs ? [`venue unreachable for ${Math.round(key.unreachableForMs / 1000)} s (${key.lastFailure ?? "no answer"})`] : []),
-    // A refused answer is never stored: what it carried (fills, an order's status) waits until the endpoint answers readably.
-    ...refused.map((answer) =>
-      answer._tag === "DecodeError"
-        ? `answers of ${answer.endpoint} refused (${answer.field === "" ? "the answer" : answer.field}: ${answer.detail}); retried until one reads`
-        : `answers of ${answer.endpoint} refused (larger than client.maxAnswerBytes, ${answer.limitBytes} bytes); retried until one fits`
-    )
-  ])
-
-/** Logs the venue becoming unreachable past the threshold, and reachable again. */
-const watchVenue = (svc: SvcClient, unreachableAfterMs: number) =>
-  Effect.gen(function* () {
-    let unreachable = false
-    for (;;) {
-      yield* Effect.sleep(VENUE_WATCH_MS)
-      const key = yield* svc.keyHealth
-      if (!unreachable && key.unreachableForMs >= unreachableAfterMs) {
-        unreachable = true
-        yield* logEvent("venue.unreachable", { forMs: key.unreachableForMs, lastFailure: key.lastFailure ?? null })
-      } else if (unreachable && key.unreachableForMs === 0) {
-        unreachable = false
-        yield* logEvent("venue.reachable", {})
-      }
-    }
-  })
-
 const ACTIVE_KINDS: Readonly<Record<string, OpenOrder["kind"]>> = { resting: "resting", pending: "pending" }
 
 const openOrderOf = (row: OrderRow): OpenOrder => ({
@@ -282,66 +248,6 @@ const openOrderOf = (row: OrderRow): OpenOrder => ({
   ...(row.stopPrice === null ? {} : { stopPrice: row.stopPrice }),
   kind: ACTIVE_KINDS[row.state] ?? "pending"
 })
-
-const UPDATE_KINDS: Partial<Record<OrderUpdate["state"], OrderUpdateKind>> = {
-  accepted: "pending",
-  pending: "pending",
-  resting: "resting",
-  fill: "fill",
-  rejected: "rejected",
-  cancelled: "cancelled",
-  refused: "refused",
-  not_placed: "not_placed",
-  lost: "lost"
-}
-
-/** How long a candle waits for the updates published before it to reach their instances. */
-const CATCH_UP_WAIT_MS = 5_000
-
-/**
- * Routes engine updates and fills to the instance that owns them, one at a time
- * in the order they were published. Returns `catchUp`, which a candle goes
- * through before it is handed to an instance: the instance's live orders are
- * polled (their fills synced first) and everything published by then is in the
- * instance's queue ahead of the candle. That is the order a backtest keeps: the
- * fills and order updates of a moment, then the candle.
- */
-const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<string, RunningInstance>) =>
-  Effect.gen(function* () {
-    const updates = yield* engine.updates()
-    // What was published before the subscription is not this router's to wait for.
-    let forwarded = yield* engine.published
-    const forward = (event: EngineEvent): Effect.Effect<void> => {
-      const instance = event.update.strategyId === null ? undefined : byId.get(event.update.strategyId)
-      if (instance === undefined || event.update.tag === null) return Effect.void
-      if (event._tag === "Fill") return instance.deliver({ _tag: "Fill", event: fillEventOf(event.update.fill, event.update.tag) })
-      const update = event.update
-      const kind = UPDATE_KINDS[update.state]
-      if (kind === undefined) return Effect.void
-      return instance.deliver({
-        _tag: "OrderUpdate",
-        event: {
-          tag: event.update.tag,
-          ...(update.clientOrderId === null ? {} : { clientOrderId: update.clientOrderId }),
-          kind,
-          ...(update.code === null ? {} : { code: update.code }),
-          filledBaseQty: update.filledBaseQty
-        }
-      })
-    }
-    yield* Effect.forkScoped(
-      Stream.runForEach(updates, (event) => Effect.zipRight(forward(event), Effect.sync(() => { forwarded = event.seq })))
-    )
-    /** Waits (bounded) until every event published up to `seq` has been handed to its instance. */
-    const reached = (seq: number) =>
-      Effect.gen(function* () {
-        const deadline = Date.now() + CATCH_UP_WAIT_MS
-        while (forwarded < seq && Date.now() < deadline) yield* Effect.sleep(Duration.millis(2))
-      })
-    return {
-      catchUp: (instance: RunningInstance): Effect.Effect<void> => Effect.flatMap(engine.catchUp(instance.id), reached)
-    }
-  })
 
 /**
  * The engine as the strategy host sees it; refused placements go back to the strategy as order
@@ -364,88 +270,26 @@ export const tradingPort = (engine: EngineModule.Engine): TradingPort => ({
     }))
 })
 
-/** One heartbeat line per strategy: position, open orders, PnL and budget use; its figures go to the metrics too. */
-const heartbeat = (engine: EngineModule.Engine, svc: SvcClient, metrics: DaemonMetrics, instances: ReadonlyArray<RunningInstance>) =>
-  Effect.gen(function* () {
-    const budget = yield* svc.budgetSnapshot
-    for (const instance of instances) {
-      const book = yield* engine.portfolio(instance.id)
-      const view = yield* engine.view(instance.id)
-      const position = book.positions.find((p) => p.symbol === instance.symbol)
-      // PnL comes out of an average cost, a division: shown at the pair's tick. Holdings are sums
-      // of the exchange's own amounts and are shown exactly.
-      const pair = view.pairs.get(instance.symbol)
-      const quote = (value: Decimal) => (pair === undefined ? value.toFixed() : atIncrement(value, pair.tickSize))
-      const openOrders = [...view.openOrders.values()].filter((row) => !TERMINAL_STATES.has(row.state)).length
-      const paused = yield* instance.pausedReason
-      metrics.strategyFigures(instance.id, {
-        symbol: instance.symbol,
-        realizedPnl: book.realizedPnl,
-        unrealizedPnl: book.unrealizedPnl,
-        fees: book.feesQuote,
-        netPnl: book.netPnl,
-        position: position?.baseQty ?? ZERO,
-        openOrders,
-        paused: paused !== undefined
-      })
-      yield* logEvent("heartbeat", {
-        strategy: instance.id,
-        symbol: instance.symbol,
-        position: (position?.baseQty ?? ZERO).toFixed(),
-        openOrders,
-        realizedPnl: quote(book.realizedPnl),
-        unrealizedPnl: quote(book.unrealizedPnl),
-        fees: quote(book.feesQuote),
-        netPnl: quote(book.netPnl),
-        ...(book.balances === undefined
-          ? {}
-          : { balances: Object.fromEntries([...book.balances].map(([asset, amount]) => [asset, amount.toFixed()])) }),
-        paused: paused ?? null,
-        usedWeight1m: budget.usedWeight1m,
-        weightLimit1m: budget.weightLimit1m,
-        ordersUsed10s: budget.ordersUsed10s,
-        budgetWaits: budget.waits,
-        rateLimited: budget.rateLimited
-      })
-    }
-  })
-
-/** The evidence store: the daemon's own database, or a store of its own (shared with a live daemon), closed with the scope. */
+/**
+ * The evidence store and the health of its writes: the daemon's own database, or a store of its
+ * own (shared with a live daemon), closed with the scope.
+ */
 const evidenceStore = (config: Config) =>
   Effect.gen(function* () {
     const path = evidencePathOf(config)
-    if (path === config.database.path) return (yield* Database).sqlite
-    return yield* Effect.acquireRelease(
+    const database = yield* Database
+    if (path === config.database.path) return { store: database.sqlite, storage: database.storage }
+    const store = yield* Effect.acquireRelease(
       Effect.try({
         try: () => openDatabase({ path }),
         catch: (error) => new StartupError({ message: `the evidence store ${path} cannot be opened: ${error instanceof Error ? error.message : String(error)}`, exitCode: 1 })
       }),
       (db) => Effect.sync(() => db.close())
     )
+    const storage = storageHealthOf(path, store)
+    yield* storage.watch
+    return { store, storage }
   })
-
-/** The instance telling the paper evidence each candle, ticker, order update and fill it is given. */
-const withEventsRecorded = (instance: RunningInstance, evidence: PaperEvidenceRecorder): RunningInstance => ({
-  ...instance,
-  deliver: (event) => {
-    switch (event._tag) {
-      case "Candle":
-        evidence.candleGiven(instance.id, event.event)
-        break
-      case "Ticker":
-        evidence.tickerGiven(instance.id, event.event)
-        break
-      case "OrderUpdate":
-        // A refusal never reached the venue: the replay answers it at once, as the daemon does.
-        if (event.event.clientOrderId !== undefined) evidence.orderEventGiven(instance.id, { clientOrderId: event.event.clientOrderId, kind: event.event.kind })
-        break
-      case "Fill":
-        evidence.orderEventGiven(instance.id, { kind: "fill", fillId: event.event.fillId })
-        break
-    }
-    return instance.deliver(event)
-  }
-})
 
 /** Runs the daemon until interrupted or until `runFor` has passed. */
 export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError, Scope.Scope | Health> =>
@@ -493,13 +337,16 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       yield* metrics.watchBudget(keyId, svc.budgetSnapshot)
       const byId = new Map<string, RunningInstance>()
       const router = yield* routeUpdates(engine, byId)
+      const database = yield* Database
+      const evidenceStores = config.mode === "paper" ? yield* evidenceStore(config) : undefined
+      yield* watchStorage(health, metrics, [database.storage, ...(evidenceStores === undefined || evidenceStores.storage === database.storage ? [] : [evidenceStores.storage])])
       const evidence =
-        config.mode === "paper"
+        evidenceStores !== undefined
           ? yield* recordPaperRuns(instances, {
               dataSource: `venue:${baseUrl}`,
               settleDelayMs: config.venue.settleMs,
               intervalMs: (interval) => INTERVAL_MS[interval] ?? 60_000,
-              store: yield* evidenceStore(config)
+              ...evidenceStores
             })
           : undefined
       // Registered before the engine's stop, the console answers until the engine has stopped.
@@ -541,13 +388,15 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
       yield* Effect.forkScoped(
         heartbeat(engine, svc, metrics, [...byId.values()]).pipe(Effect.repeat(Schedule.spaced(Duration.millis(config.heartbeatMs))), Effect.delay(Duration.millis(Math.min(config.heartbeatMs, 5000))))
       )
-      // What the budget learned goes to the next run on this key, now and then and at the stop.
-      const database = yield* Database
-      const saveWeights = Effect.flatMap(svc.learnedWeights, (weights) => Effect.flatMap(Clock.currentTimeMillis, (now) => saveBudgetWeights(database, keyId, weights, now)))
+      // What the budget learned goes to the next run on this key, now and then and at the stop; what the storage refuses is learned again.
+      const saveWeights = waitingOutStorage(
+        Effect.flatMap(svc.learnedWeights, (weights) => Effect.flatMap(Clock.currentTimeMillis, (now) => saveBudgetWeights(database, keyId, weights, now))),
+        () => Effect.void
+      )
       yield* Effect.addFinalizer(() => saveWeights)
       // `svcbot status` shows amounts at the exchange's precision without asking the exchange.
       const pairs = yield* (yield* Market).pairs.pipe(Effect.orElseSucceed(() => new Map()))
-      yield* savePairRules(database, pairs.values(), yield* Clock.currentTimeMillis).pipe(Effect.ignore)
+      yield* waitingOutStorage(savePairRules(database, pairs.values(), yield* Clock.currentTimeMillis).pipe(Effect.ignore), () => Effect.void)
       yield* Effect.forkScoped(Effect.repeat(saveWeights, Schedule.spaced(Duration.millis(WEIGHTS_SAVE_MS))))
       yield* health.check(engine.health)
       yield* health.check(

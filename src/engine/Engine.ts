@@ -15,6 +15,7 @@ import { Database } from "../store/Database.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import type { OrderRow } from "../store/OrderRow.js"
+import { waitingOutStorage } from "../store/StorageHealth.js"
 import { AccountBlock, STOPPING } from "./AccountBlock.js"
 import { Books } from "./Books.js"
 import { Cancels } from "./Cancels.js"
@@ -59,6 +60,10 @@ export interface StopReport {
   readonly ordersLeftOpen: number
   /** The final fill sync read up to the newest fill. */
   readonly fillsSynced: boolean
+  /** Orders whose last changes the storage refused (kept in memory only): the next start reconciles them with the venue. */
+  readonly notRecorded: number
+  /** Why the database took no writes at the end of the stop, if it did not. */
+  readonly storage?: string
   readonly left: boolean
   readonly tookMs: number
 }
@@ -88,8 +93,11 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
     const reconcile = yield* Reconcile
     const fillSync = yield* FillSync
     const settings = yield* EngineSettings
+    const { storage } = yield* Database
 
     const strategyOrders = Effect.map(journal.unfinished, (rows) => rows.filter((o) => o.strategyId !== null))
+    /** A step of the stop the storage cut short: what it would have written stays in memory or with the venue. */
+    const despiteStorage = <A, E, R>(step: Effect.Effect<A, E, R>, otherwise: A) => waitingOutStorage(step, () => Effect.succeed(otherwise))
 
     /** The tracker, fill sync and reconcile loops: the stop ends them and does what it still needs of their work itself. */
     const background = yield* FiberSet.make()
@@ -101,6 +109,8 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
      * cancel-on-stop reaches one that rests on the book), cancels are sent (never held back by
      * the budget) and followed until 80 %, and the final fill sync has the rest. What could not
      * be done in time is said in one line, `engine.stop-incomplete`, and left to the next start.
+     * On a storage that refuses writes the stop works from memory: cancels go out for the orders
+     * the engine knows, and what could not be written is counted (`notRecorded`).
      */
     const stop = Effect.gen(function* () {
       const started = yield* Clock.currentTimeMillis
@@ -109,6 +119,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
         Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeoutOption(effect, Math.max(0, deadline - now)))
       const before = (deadline: number) => Effect.map(Clock.currentTimeMillis, (now) => now < deadline)
       yield* logEvent("app.stopping", { component: "engine", cancelOnStop: settings.cancelOnStop, stopWithinMs: settings.stopWithinMs })
+      yield* journal.endWaits
       yield* execution.stopPlacements("the engine is stopping")
       yield* FiberSet.clear(background)
       yield* execution.awaitSends.pipe(until(by(0.4)))
@@ -118,6 +129,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
       while ((yield* journal.inStates(["unknown"])).length > 0 && (yield* before(lostUntil))) {
         yield* reconcile.resolveUnknown.pipe(
           Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message }))),
+          (looked) => despiteStorage(looked, undefined),
           until(lostUntil)
         )
         yield* Effect.sleep(Math.min(200, settings.reconcile.settleDelayMs))
@@ -129,7 +141,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
         const marked = (yield* Effect.forEach(yield* strategyOrders, cancels.mark)).filter((row) => row !== undefined)
         yield* Effect.forEach(marked, cancels.send, { concurrency: 4, discard: true }).pipe(until(cancelsBy))
         while ((yield* strategyOrders).some((o) => o.clientOrderId !== null) && (yield* before(cancelsBy))) {
-          yield* tracker.pollOnce.pipe(until(cancelsBy))
+          yield* despiteStorage(tracker.pollOnce, undefined).pipe(until(cancelsBy))
           yield* Effect.sleep(100)
         }
       }
@@ -137,6 +149,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
         Effect.map((report) => !report.interrupted),
         // A refused answer was logged by the client, naming the endpoint and the field.
         Effect.catchAll((error) => Effect.as(isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }), false)),
+        (synced) => despiteStorage(synced, false),
         until(by(1)),
         Effect.map(Option.getOrElse(() => false))
       )
@@ -152,8 +165,10 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
         const unsentIntents = (yield* journal.inStates(["intent"])).length
         const placementsInDoubt = (yield* journal.inStates(["submitting", "unknown"])).length
         const ordersLeftOpen = (yield* strategyOrders).filter((o) => LIVE_STATES.has(o.state)).length
-        const left = unsentIntents > 0 || placementsInDoubt > 0 || !fillsSynced || (settings.cancelOnStop && ordersLeftOpen > 0)
-        return { withdrawn, unsentIntents, placementsInDoubt, ordersLeftOpen, fillsSynced, left, tookMs: (yield* Clock.currentTimeMillis) - started }
+        const notRecorded = yield* journal.notRecorded
+        const left = unsentIntents > 0 || placementsInDoubt > 0 || !fillsSynced || (settings.cancelOnStop && ordersLeftOpen > 0) || notRecorded > 0
+        const tookMs = (yield* Clock.currentTimeMillis) - started
+        return { withdrawn, unsentIntents, placementsInDoubt, ordersLeftOpen, fillsSynced, notRecorded, ...(storage.reason === undefined ? {} : { storage: storage.reason }), left, tookMs }
       })
 
     // Once: the daemon may run it earlier, right after its strategies stopped.

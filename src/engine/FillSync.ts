@@ -9,6 +9,7 @@ import { Clock, Effect } from "effect"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger, type LedgerFill, type PageProgress } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
+import { waitingOutStorage } from "../store/StorageHealth.js"
 import type { OrderRow } from "../store/OrderRow.js"
 import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
@@ -128,9 +129,12 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
       loop: Effect.gen(function* () {
         for (;;) {
           yield* Effect.race(bus.awaitFillSyncTrigger, Effect.sleep(settings.intervalMs))
+          // A page the storage refuses is read again later: no pass reads while it fails.
+          yield* ledger.storage.awaitWritable
           yield* syncOnce.pipe(
             // A refused answer was logged by the client, naming the endpoint and the field.
-            Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message })))
+            Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }))),
+            (sync) => waitingOutStorage(sync, () => Effect.void)
           )
         }
       })

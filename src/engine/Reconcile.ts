@@ -11,6 +11,7 @@ import { LIVE_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
+import { waitingOutStorage } from "../store/StorageHealth.js"
 import type { OrderRow } from "../store/OrderRow.js"
 import type { OpenOrderRow as OpenOrder } from "../svc/Api.js"
 import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
@@ -274,7 +275,9 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
           Effect.forever(
             Effect.sleep(settings.settleDelayMs).pipe(
               Effect.zipRight(resolveUnknown),
-              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message })))
+              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message }))),
+              // What the storage refused is looked for again at the next pass.
+              (looked) => waitingOutStorage(looked, () => Effect.void)
             )
           ),
           Effect.forever(
@@ -283,7 +286,8 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
               Effect.tap((r) =>
                 r.adopted + r.notPlaced + r.external + r.inDoubt > 0 ? logEvent("reconcile.completed", { phase: "periodic", ...r }) : Effect.void
               ),
-              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message })))
+              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message }))),
+              (passed) => waitingOutStorage(passed, () => Effect.void)
             )
           )
         ],

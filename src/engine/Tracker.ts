@@ -22,6 +22,7 @@ import { type Decimal, ZERO } from "../domain/Decimal.js"
 import { isOrderEvent, LIVE_STATES, type OrderEvent } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
+import { waitingOutStorage } from "../store/StorageHealth.js"
 import type { OrderPatch, OrderRow } from "../store/OrderRow.js"
 import { OrderKind } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
@@ -172,7 +173,9 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
       Effect.catchAll((error) =>
         // A refused answer was logged by the client, naming the endpoint and the field.
         Effect.as(Effect.zipRight(isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync), false)
-      )
+      ),
+      // Fills the storage refuses are read again once it takes writes (the fill sync waits for that).
+      (sync) => waitingOutStorage(sync, () => Effect.as(bus.triggerFillSync, false))
     )
 
     /**
@@ -277,7 +280,8 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
       loop: Effect.gen(function* () {
         for (;;) {
           yield* Effect.race(bus.awaitPollNow, Effect.sleep(settings.tickMs))
-          yield* pollOnce
+          // A round the storage cut short is polled again at the next tick: what it learned stays with the venue.
+          yield* waitingOutStorage(pollOnce, () => Effect.void)
         }
       })
     }

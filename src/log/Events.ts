@@ -117,6 +117,13 @@ export const EventCatalog = define({
 
   // storage and alerts
   "db.migrated": { level: "info", meaning: "database migrations were applied" },
+  "storage.failed": {
+    level: "error",
+    meaning:
+      "a write to a database file was refused by its storage (disk full, read-only, I/O error, cannot open, permission denied), once per fault; carries path, cause and the error. New placements stop, strategies pause, cancels still go out, /healthz names the file and the cause until a write succeeds"
+  },
+  "storage.still-failing": { level: "warn", meaning: "a database file's writes are still refused; at most once a minute while the fault stands; carries path, cause, forMs and refusedWrites by cause" },
+  "storage.recovered": { level: "info", meaning: "a database file takes writes again after storage.failed (a probe or a real write succeeded); carries path, cause and downMs. Trading resumes on its own" },
   "alert.sent": { level: "info", meaning: "an alert webhook was delivered" },
   "alert.failed": { level: "warn", meaning: "an alert webhook could not be delivered after its retries" }
 })

@@ -14,6 +14,7 @@
  *   (what `X-SVC-USED-WEIGHT-1M` and its siblings last said, plus the local estimate);
  * - request latency: timed on the client's connection pool, per endpoint and status class;
  * - the console: its open event streams and the streams it dropped for falling behind;
+ * - storage: writes each database file's storage refused, by cause, and whether it fails now;
  * - the process: prom-client's default metrics (CPU, memory, event loop, GC).
  *
  * Labels are bounded: strategy ids come from the config, symbols from the
@@ -21,12 +22,13 @@
  * tags and amounts never become labels; the API key appears only as the 12
  * characters the logs show, never its secret.
  */
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type { Dispatcher } from "@effect/platform-node/Undici"
 import { Effect, Layer, type Scope, Stream } from "effect"
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
 import type { Decimal } from "../domain/Decimal.js"
 import type { FillUpdate, OrderUpdate } from "../engine/EngineBus.js"
+import type { StorageHealth } from "../store/StorageHealth.js"
 import { maskKeyId } from "../log/Redaction.js"
 import type { BudgetSnapshot } from "../svc/Governor.js"
 
@@ -202,6 +204,27 @@ export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/Daemo
       }
     })
 
+    let storages: ReadonlyArray<StorageHealth> = []
+    new Counter({
+      name: "svcbot_storage_refused_writes_total",
+      help: "Writes to a database file its storage refused (disk full, read-only, I/O error, cannot open, permission denied), by file and cause",
+      labelNames: ["database", "cause"] as const,
+      registers,
+      collect() {
+        this.reset()
+        for (const storage of storages) for (const [cause, count] of storage.refused) this.inc({ database: storage.path, cause }, count)
+      }
+    })
+    new Gauge({
+      name: "svcbot_storage_failing",
+      help: "1 while a database file's storage refuses writes (trading stopped), 0 once it takes them",
+      labelNames: ["database"] as const,
+      registers,
+      collect() {
+        for (const storage of storages) this.set({ database: storage.path }, storage.fault === undefined ? 0 : 1)
+      }
+    })
+
     const nowNs = () => clock.unsafeCurrentTimeNanos()
     const observeRequest = (endpoint: string) => (status: number, startedNs: bigint) =>
       latency.observe({ endpoint, status: statusClass(status) }, Number(nowNs() - startedNs) / 1e9)
@@ -243,6 +266,12 @@ export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/Daemo
         Effect.acquireRelease(
           Effect.sync(() => void (consoleStreams = read)),
           () => Effect.sync(() => void (consoleStreams = undefined))
+        ),
+      /** Shows the storage of the daemon's database files for the lifetime of the scope. */
+      watchStorage: (watched: ReadonlyArray<StorageHealth>): Effect.Effect<void, never, Scope.Scope> =>
+        Effect.acquireRelease(
+          Effect.sync(() => void (storages = watched)),
+          () => Effect.sync(() => void (storages = []))
         ),
       /** Shows the budget of the key `keyId` (masked as in the logs) for the lifetime of the scope. */
       watchBudget: (keyId: string, snapshot: Effect.Effect<BudgetSnapshot>): Effect.Effect<void, never, Scope.Scope> => {

@@ -25,9 +25,10 @@ import { logEvent } from "../log/Logger.js"
 import { Database, sqlList } from "../store/Database.js"
 import { FillLedger, strategyFills } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
+import { isStorageFailure, type StorageHealth } from "../store/StorageHealth.js"
 import type { Side } from "../svc/Dialect.js"
 import { SvcClient } from "../svc/SvcClient.js"
-import { missedEvents, type OutcomeEvent } from "../strategy/Host.js"
+import { missedEvents, type OutcomeEvent } from "../strategy/Inbox.js"
 import type { CandleEvent, StrategyDefinition } from "../strategy/Strategy.js"
 import { decodeAccounts, devAccounts } from "../venue/Accounts.js"
 import { allocationValue, type BookPair, PnlWalk } from "./Book.js"
@@ -66,6 +67,8 @@ export interface PaperEvidenceOptions {
   readonly intervalMs: (interval: string) => number
   /** Where runs are written: the daemon's own database, or a store shared with the live daemon. */
   readonly store: BetterSqlite3.Database
+  /** The health of the store's writes: checkpoints wait while it refuses them. */
+  readonly storage: StorageHealth
 }
 
 /** An update of one of the instance's orders (its kind), or a fill (kind "fill", named by its id). */
@@ -494,8 +497,17 @@ export const recordPaperRuns = (
         }
       }).pipe(Effect.catchAll((error) => logEvent("request.failed", { what: "candles for the paper evidence", error: error.message })))
 
+    const { storage } = options
+    /**
+     * A checkpoint: what the run was given and did since the last one, in one transaction. While
+     * the store refuses writes nothing is taken out of the run, and a checkpoint the store refused
+     * puts it all back (the venue keeps its price steps to be read again): the first checkpoint
+     * after it takes writes again records everything.
+     */
     const checkpoint = (r: Recording, readTimeout?: Duration.Duration) =>
       Effect.gen(function* () {
+        if (storage.fault !== undefined) return
+        const before = { ...r, fills: r.fills.length, waiting: [...r.waiting] }
         yield* readCandles(r)
         const read = readSteps(r)
         // Steps not read now are read at the next checkpoint: the venue keeps them.
@@ -515,8 +527,20 @@ export const recordPaperRuns = (
         const heard = r.pendingHeard
         r.pendingHeard = []
         const now = yield* Clock.currentTimeMillis
-        yield* Effect.try(() => writer.checkpoint({ runId: r.runId, candles, tickers, steps, intents, fills, heard, metrics: summarise(r), nowMs: now })).pipe(
-          Effect.catchAll((error) => logEvent("paper.not-recorded", { strategy: r.subject.id, reason: `the checkpoint could not be written: ${String(error.error)}` }))
+        yield* Effect.try(() => storage.guard(() => writer.checkpoint({ runId: r.runId, candles, tickers, steps, intents, fills, heard, metrics: summarise(r), nowMs: now }))).pipe(
+          Effect.catchAll((error) =>
+            isStorageFailure(error.error)
+              ? Effect.sync(() => {
+                  Object.assign(r, { lastFillRowid: before.lastFillRowid, lastIntentSeq: before.lastIntentSeq, lastStepSeq: before.lastStepSeq, stepEpoch: before.stepEpoch, stepsRecorded: before.stepsRecorded, summary: undefined })
+                  r.fills.length = before.fills
+                  r.waiting.clear()
+                  for (const [intentId, intent] of before.waiting) r.waiting.set(intentId, intent)
+                  r.pendingCandles = [...candles, ...r.pendingCandles]
+                  r.pendingTickers = [...tickers, ...r.pendingTickers]
+                  r.pendingHeard = [...heard, ...r.pendingHeard]
+                })
+              : logEvent("paper.not-recorded", { strategy: r.subject.id, reason: `the checkpoint could not be written: ${String(error.error)}` })
+          )
         )
       })
 
@@ -526,7 +550,12 @@ export const recordPaperRuns = (
         for (const r of recordings.values()) {
           yield* checkpoint(r, FINAL_READ_TIMEOUT)
           const now = yield* Clock.currentTimeMillis
-          writer.end(r.runId, now)
+          // A run the store would not end stays running: the next start marks it interrupted, with what it recorded.
+          const ended = storage.fault === undefined && (yield* Effect.try(() => storage.guard(() => writer.end(r.runId, now))).pipe(Effect.as(true), Effect.orElseSucceed(() => false)))
+          if (!ended) {
+            yield* logEvent("paper.not-recorded", { strategy: r.subject.id, runId: r.runId, reason: `the run could not be ended: ${storage.reason ?? "the store refused the write"}; the next start marks it interrupted` })
+            continue
+          }
           const metrics = summarise(r)
           yield* logEvent("paper.recorded", {
             strategy: r.subject.id,

@@ -23,6 +23,7 @@ import {
   MigrationFailed,
   readMigrations
 } from "./Migrations.js"
+import { StorageHealth } from "./StorageHealth.js"
 
 /** A list of known words (order states) as an SQL list, `('a', 'b')`: never text from outside. */
 export const sqlList = (words: Iterable<string>): string => `(${[...words].map((w) => `'${w}'`).join(", ")})`
@@ -249,6 +250,16 @@ export const openDatabase = (options: DatabaseOptions): BetterSqlite3.Database =
   }
 }
 
+/**
+ * The storage health of a writable connection to `path`. Its probe sets the header's user_version
+ * to the value it has (svcbot keeps no meaning in it): a one-page commit that changes nothing.
+ */
+export const storageHealthOf = (path: string, sqlite: BetterSqlite3.Database): StorageHealth =>
+  new StorageHealth(path, () => {
+    const version = sqlite.pragma("user_version", { simple: true }) as number
+    sqlite.pragma(`user_version = ${version}`)
+  })
+
 export class Database extends Effect.Service<Database>()("svcbot/Database", {
   scoped: (options: DatabaseOptions) =>
     Effect.gen(function* () {
@@ -270,6 +281,8 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
       if (applied.length > 0) {
         yield* logEvent("db.migrated", { path: options.path, applied: applied.map((m) => m.version) })
       }
+      const storage = storageHealthOf(options.path, sqlite)
+      yield* storage.watch
       // The write-ahead log, opened at the first sync (SQLite creates it) and kept open: fsync of any
       // descriptor of the file flushes what every writer of it wrote.
       let wal: FileHandle | undefined
@@ -278,6 +291,8 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
       return {
         sqlite,
         path: options.path,
+        /** Whether the file takes writes: every writer of it guards its writes with this. */
+        storage,
         /**
          * Makes every commit so far durable: the WAL is synced to disk on libuv's thread pool, so the
          * event loop goes on meanwhile (a commit with `synchronous = FULL` would hold it for the fsync).
@@ -291,8 +306,11 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
                 Effect.catchAllCause(() => Effect.sync(() => sqlite.pragma("wal_checkpoint(FULL)"))),
                 Effect.asVoid
               ),
-        /** Runs `body` as one SQLite transaction; a thrown error rolls it back and becomes a defect. */
-        transaction: <A>(body: () => A): Effect.Effect<A> => Effect.sync(() => sqlite.transaction(body)())
+        /**
+         * Runs `body` as one SQLite transaction; a thrown error rolls it back and becomes a defect
+         * (a `StorageFailure` when the storage refused the write).
+         */
+        transaction: <A>(body: () => A): Effect.Effect<A> => Effect.sync(() => storage.guard(() => sqlite.transaction(body)()))
       }
     })
 }) {}

@@ -158,7 +158,7 @@ const EMPTY_STATE: SyncState = {
 
 export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger", {
   effect: Effect.gen(function* () {
-    const { sqlite } = yield* Database
+    const { sqlite, storage } = yield* Database
     const ofStrategy = strategyFills(sqlite)
     const q = {
       insert: sqlite.prepare(`INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty,
@@ -265,11 +265,13 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
     })
 
     return {
+      /** The health of the database's writes, which the ledger's pages wait for. */
+      storage,
       syncState: Effect.sync(readState),
 
       /** Stores one page and the progress it implies in one transaction; returns the fills that were new. */
       storePage: (fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): Effect.Effect<ReadonlyArray<LedgerFill>> =>
-        Effect.sync(() => storePage(fills, progress, now)),
+        Effect.sync(() => storage.guard(() => storePage(fills, progress, now))),
 
       all: Effect.sync(() => (q.all.all() as Array<FillTableRow>).map(toFill)),
       forOrder: (clientOrderId: string) => Effect.sync(() => (q.byOrder.all(clientOrderId) as Array<FillTableRow>).map(toFill)),

@@ -7,37 +7,27 @@
  * is rebuilt from the table when a transaction fails): risk checks, the tracker and
  * the strategies' views read them on every intent, poll and event without touching
  * SQLite. The table stays the truth; a start reads the unfinished orders from it.
+ *
+ * While the storage refuses writes (`StorageHealth`), what needs no disk to be safe goes on in
+ * memory: an answer, a poll's progress, a cancel asked for, a withdrawal are kept as the
+ * journal's backlog and written, before anything else, by the first write that succeeds (the
+ * venue holds the truth of each, and a start reconciles with it should the process end
+ * first). A placement never does: its intent and its mark as being sent are written before
+ * it may go out, so a submit fails and a mark waits until the storage takes writes again.
  */
 import type BetterSqlite3 from "better-sqlite3"
 import { Effect, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
 import * as Json from "../domain/Json.js"
 import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, TERMINAL_STATES, transition } from "../domain/OrderState.js"
-import type { PlacementTerms } from "../domain/OrderTerms.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
 import { Database, sqlList } from "./Database.js"
 import { INSERTED_COLUMNS, insertedValues, MUTABLE_COLUMNS, type OrderPatch, type OrderRow, patched, type RawOrder, toRow } from "./OrderRow.js"
+import { type IntentInput, intentIdOf, type PlacementInput, toIntent } from "./IntentRow.js"
+import { isStorageFailure } from "./StorageHealth.js"
 import { StrategyOutbox } from "./StrategyOutbox.js"
 
 export type { OrderRow } from "./OrderRow.js"
-
-export interface PlacementRecord extends PlacementTerms {
-  readonly maxSlippageBps?: number | undefined
-  readonly lockAsset: string
-  readonly lockAmount: Decimal
-}
-
-export interface IntentRecord {
-  readonly intentId: string
-  readonly strategyId: string
-  readonly seq: number
-  readonly tag: string
-  readonly type: string
-  readonly body: string
-  readonly outcome: "approved" | "refused" | null
-  readonly refusal: string | null
-  readonly createdAt: number
-}
 
 /**
  * The final order update a strategy is owed for one of its intents and has not been handed: the
@@ -51,51 +41,6 @@ export interface OwedAnswer {
   readonly state: OrderState
   readonly code: string | null
   readonly filledBaseQty: Decimal
-}
-
-const toIntent = (raw: {
-  intent_id: string
-  strategy_id: string
-  seq: number
-  tag: string
-  type: string
-  body: string
-  outcome: "approved" | "refused" | null
-  refusal: string | null
-  created_at: number
-}): IntentRecord => ({
-  intentId: raw.intent_id,
-  strategyId: raw.strategy_id,
-  seq: raw.seq,
-  tag: raw.tag,
-  type: raw.type,
-  body: raw.body,
-  outcome: raw.outcome,
-  refusal: raw.refusal,
-  createdAt: raw.created_at
-})
-
-/** The deterministic id of a strategy's n-th intent. */
-export const intentIdOf = (strategyId: string, seq: number): string => `${strategyId}:${String(seq).padStart(6, "0")}`
-
-export interface PlacementInput {
-  readonly strategyId: string
-  readonly tag: string
-  readonly body: unknown
-  readonly placement: PlacementRecord
-  readonly now: number
-  /** The strategy outbox row this intent was saved in, if any. */
-  readonly outboxId?: number | undefined
-}
-
-export interface IntentInput {
-  readonly strategyId: string
-  readonly tag: string
-  readonly type: string
-  readonly body: unknown
-  readonly refusal: string | null
-  readonly now: number
-  readonly outboxId?: number | undefined
 }
 
 export interface Move {
@@ -133,7 +78,7 @@ const REFUSED: OrderState = "refused"
 
 export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJournal", {
   effect: Effect.gen(function* () {
-    const { sqlite } = yield* Database
+    const { sqlite, storage } = yield* Database
     const outbox = yield* StrategyOutbox
     const q = {
       nextSeq: sqlite.prepare("SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM intents WHERE strategy_id = ?"),
@@ -191,6 +136,14 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     const openByClientOrderId = new Map<string, OrderRow>()
     /** The last intent sequence number of each strategy that journaled one since the start. */
     const seqs = new Map<string, number>()
+    /** Orders changed in memory only while the storage refused writes, by id, as they are now; and their events. */
+    const backlogRows = new Map<number, OrderRow>()
+    const backlogEvents: Array<Parameters<typeof q.insertEvent.run>> = []
+    /** Set while a change is kept in memory only: writes go to the backlog. */
+    let deferring = false
+    /** Set when the engine stops: a mark that waits for the storage gives up. */
+    let waitsEnded = false
+    const waitsEnd = Effect.unsafeMakeLatch(false)
 
     const hold = (row: OrderRow): void => {
       if (isTerminal(row.state)) {
@@ -206,33 +159,91 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       openByClientOrderId.clear()
       seqs.clear()
       for (const raw of q.unfinished.all() as Array<RawOrder>) hold(toRow(raw))
+      for (const row of backlogRows.values()) hold(row)
     }
     reload()
 
-    const transact = sqlite.transaction((work: () => unknown) => work())
+    const recordEvent = (...event: Parameters<typeof q.insertEvent.run>): void => {
+      if (deferring) backlogEvents.push(event)
+      else q.insertEvent.run(...event)
+    }
+
+    /** Writes what was kept in memory while the storage refused writes: inside the caller's transaction. */
+    const writeBacklog = (): void => {
+      for (const row of backlogRows.values()) writeRow(toRow(q.byId.get(row.orderId) as RawOrder), row)
+      for (const event of backlogEvents) q.insertEvent.run(...event)
+    }
+
+    const transact = sqlite.transaction((work: () => unknown) => {
+      writeBacklog()
+      return work()
+    })
     /**
-     * Runs journal work as one transaction (a savepoint inside an open one). A failed one is
-     * rolled back, and the rows held in memory are read again from the table it left.
+     * Runs journal work as one transaction (a savepoint inside an open one), the backlog written
+     * first. A failed one is rolled back, and the rows held in memory are read again from the
+     * table it left and the backlog; a refusal by the storage is thrown as a `StorageFailure`.
      */
     const writing = <A>(work: () => A): A => {
       try {
-        return transact(work) as A
+        const result = storage.guard(() => transact(work) as A)
+        backlogRows.clear()
+        backlogEvents.length = 0
+        return result
       } catch (error) {
         reload()
         throw error
       }
     }
+    storage.retryOnProbe(() => {
+      if (backlogRows.size + backlogEvents.length > 0) writing(() => undefined)
+    })
+
+    /** Journal work that needs no disk to be safe: written now, or kept in memory while the storage refuses writes. */
+    const deferrable = <A>(work: () => A): A => {
+      if (storage.fault === undefined) {
+        try {
+          return writing(work)
+        } catch (error) {
+          if (!isStorageFailure(error)) throw error
+        }
+      }
+      deferring = true
+      try {
+        return work()
+      } finally {
+        deferring = false
+      }
+    }
+
+    /** Marks placements as being sent: written before any may go out, so it waits while the storage refuses writes (until the stop). */
+    const markSending = (moves: ReadonlyArray<Move>, now: number): Effect.Effect<ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>> =>
+      Effect.suspend(() => {
+        try {
+          return Effect.succeed(writing(() => moves.map((m) => move(m, now))))
+        } catch (error) {
+          if (!isStorageFailure(error) || waitsEnded) throw error
+          return Effect.zipRight(Effect.raceFirst(storage.awaitWritable, waitsEnd.await), markSending(moves, now))
+        }
+      })
 
     const getById = (orderId: number): OrderRow => {
-      const held = open.get(orderId)
+      const held = open.get(orderId) ?? backlogRows.get(orderId)
       if (held !== undefined) return held
       const raw = q.byId.get(orderId) as RawOrder | undefined
       if (raw === undefined) throw new Error(`order ${orderId} is not in the journal`)
       return toRow(raw)
     }
 
-    /** Writes the columns in which `after` differs from `before`; each set of columns is one statement, prepared once. */
+    /** Writes `after` to the table, or to the backlog while the storage refuses writes; holds it in memory. */
     const write = (before: OrderRow, after: OrderRow): OrderRow => {
+      if (deferring) backlogRows.set(after.orderId, after)
+      else writeRow(before, after)
+      hold(after)
+      return after
+    }
+
+    /** Writes the columns in which `after` differs from `before`; each set of columns is one statement, prepared once. */
+    function writeRow(before: OrderRow, after: OrderRow): void {
       const columns: Array<string> = []
       const values: Array<unknown> = []
       for (const { column, changed, value } of MUTABLE_COLUMNS) {
@@ -248,8 +259,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         updates.set(key, statement)
       }
       statement.run(...values, after.orderId)
-      hold(after)
-      return after
     }
 
     const update = (orderId: number, patch: OrderPatch, now: number): OrderRow => {
@@ -262,7 +271,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       const next = transition(current.state, m.event)
       if (Either.isLeft(next)) return Either.left(next.left)
       const row = write(current, patched(current, m.patch, next.right, now))
-      q.insertEvent.run(m.orderId, current.state, next.right, m.patch.kind ?? null, m.patch.code ?? null, m.detail ?? null, now)
+      recordEvent(m.orderId, current.state, next.right, m.patch.kind ?? null, m.patch.code ?? null, m.detail ?? null, now)
       return Either.right(row)
     }
 
@@ -321,7 +330,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         createdAt: input.now,
         updatedAt: input.now
       })
-      q.insertEvent.run(order.orderId, null, "intent", null, null, null, input.now)
+      recordEvent(order.orderId, null, "intent", null, null, null, input.now)
       return order
     }
 
@@ -374,7 +383,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
        * clientOrderId.
        */
       applyMoves: (moves: ReadonlyArray<Move>, now: number): AppliedMoves =>
-        writing(() => {
+        deferrable(() => {
           const attributed: Array<Attribution> = []
           const outcomes = moves.map((m) => {
             const named = getById(m.orderId).clientOrderId !== null
@@ -387,22 +396,37 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
           return { outcomes, attributed }
         }),
 
-      /** Several moves in one transaction, each checked on its own (the sender's marks and withdrawals: none names an order; `applyMoves` does). */
+      /**
+       * Several moves in one transaction, each checked on its own (the sender's marks and withdrawals: none names an order;
+       * `applyMoves` does). Marks as being sent wait for the storage; withdrawals are kept in memory while it refuses writes.
+       */
       transitionMany: (moves: ReadonlyArray<Move>, now: number): Effect.Effect<ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>> =>
-        moves.length === 0 ? Effect.succeed([]) : Effect.sync(() => writing(() => moves.map((m) => move(m, now)))),
+        moves.length === 0
+          ? Effect.succeed([])
+          : moves.every((m) => m.event === "send")
+            ? markSending(moves, now)
+            : Effect.sync(() => deferrable(() => moves.map((m) => move(m, now)))),
 
       /** Records progress that is not a state change (fills so far, poll schedule, cancel requested). */
-      update: (orderId: number, patch: OrderPatch, now: number): Effect.Effect<OrderRow> => Effect.sync(() => writing(() => update(orderId, patch, now))),
+      update: (orderId: number, patch: OrderPatch, now: number): Effect.Effect<OrderRow> => Effect.sync(() => deferrable(() => update(orderId, patch, now))),
 
       /** Several progress-only patches in one transaction (the tracker's poll schedule after a batch). */
       updateMany: (patches: ReadonlyArray<readonly [orderId: number, patch: OrderPatch]>, now: number): Effect.Effect<void> =>
         patches.length === 0
           ? Effect.void
           : Effect.sync(() =>
-              writing(() => {
+              deferrable(() => {
                 for (const [orderId, patch] of patches) update(orderId, patch, now)
               })
             ),
+
+      /** Order changes kept in memory only, the storage having refused them: written by the first write that succeeds. */
+      notRecorded: Effect.sync(() => backlogRows.size),
+      /** The engine stops: a mark waiting for the storage gives up (its placements stay unsent intents, for the stop to count). */
+      endWaits: Effect.sync(() => {
+        waitsEnded = true
+        waitsEnd.unsafeOpen()
+      }),
 
       /**
        * Adopts an open order the journal does not know (placed by hand or by another program) as `external`.
@@ -462,7 +486,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
               createdAt: order.now,
               updatedAt: order.now
             })
-            q.insertEvent.run(adopted.orderId, null, state, order.kind, null, "adopted as external", order.now)
+            recordEvent(adopted.orderId, null, state, order.kind, null, "adopted as external", order.now)
             return adopted
           })
         ),

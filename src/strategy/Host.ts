@@ -16,13 +16,14 @@ import { schedule as scheduleCron } from "node-cron"
 import { Effect, Schedule, type Scope } from "effect"
 import { type BackpressureConfig, defaultBackpressure, DEFAULT_MAX_INTENTS_PER_MINUTE } from "../config/Config.js"
 import { ZERO } from "../domain/Decimal.js"
-import { type Admission, admit, heldUntil, initialBackpressure, refused, type RefusalStep, succeeded } from "./Backpressure.js"
+import { type Admission, instancePressure } from "./Backpressure.js"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent, PlaceIntent } from "../domain/Intent.js"
-import { fillEventOf } from "../daemon/FillEvents.js"
 import { logEvent } from "../log/Logger.js"
-import { FillLedger, type LedgerFill } from "../store/FillLedger.js"
-import { OrderJournal, type OwedAnswer } from "../store/OrderJournal.js"
+import { FillLedger } from "../store/FillLedger.js"
+import { OrderJournal } from "../store/OrderJournal.js"
+import { waitingOutStorage } from "../store/StorageHealth.js"
+import { type HostEvent, Inbox, isMarketData, missedEvents, type OutcomeEvent } from "./Inbox.js"
 import { StrategyStateStore } from "./StateStore.js"
 import {
   deserializeState,
@@ -30,17 +31,12 @@ import {
   SCHEDULE_TIMER,
   serializeState,
   type Balance,
-  type CandleEvent,
-  type FillEvent,
   type HandlerResult,
   type OpenOrder,
   type OrderUpdateEvent,
-  type OrderUpdateKind,
   type PairRules,
   type StrategyDefinition,
-  type StrategyView,
-  type TickerEvent,
-  type TimerEvent
+  type StrategyView
 } from "./Strategy.js"
 
 /** What the host needs from the engine. */
@@ -61,16 +57,6 @@ export interface AccountView {
   readonly openOrders: ReadonlyMap<string, OpenOrder>
   readonly pairs: ReadonlyMap<string, PairRules>
 }
-
-export type HostEvent =
-  | { readonly _tag: "Candle"; readonly event: CandleEvent }
-  | { readonly _tag: "Ticker"; readonly event: TickerEvent }
-  | { readonly _tag: "Timer"; readonly event: TimerEvent }
-  | { readonly _tag: "OrderUpdate"; readonly event: OrderUpdateEvent }
-  | { readonly _tag: "Fill"; readonly event: FillEvent }
-
-/** What became of an order: a final update or a fill, each handed to its instance once. */
-export type OutcomeEvent = Extract<HostEvent, { readonly _tag: "OrderUpdate" | "Fill" }>
 
 export interface InstanceSpec {
   readonly id: string
@@ -103,20 +89,17 @@ export interface RunningInstance {
   readonly entriesStopped: Effect.Effect<boolean>
 }
 
-/** How many events may wait for one instance; a delivery beyond it waits for the handler to catch up. */
-const QUEUE_CAPACITY = 1024
-
 /** How often a paused instance looks whether `svcbot resume` cleared its stored pause. */
 const RESUME_POLL_MS = 1000
 
 /** The code of an entry refused while an operator has the instance's entries stopped. */
 export const ENTRIES_STOPPED = "entries-stopped"
 
-/** How long a refused entry waits for its answer: a strategy that asks again on every refusal must not spin. */
-const ENTRY_ANSWER_DELAY_MS = 5000
-
 /** Codes of the host's own refusals: answers to intents it held back, which are not the venue's or the risk check's. */
 const HELD_CODES: ReadonlySet<string> = new Set<Admission | typeof ENTRIES_STOPPED>(["backoff", "throttled", ENTRIES_STOPPED])
+
+/** How long a refused entry waits for its answer: a strategy that asks again on every refusal must not spin. */
+const ENTRY_ANSWER_DELAY_MS = 5000
 
 /**
  * Whether a placement opens or adds to a position (an entry) rather than reducing one (an exit).
@@ -129,40 +112,6 @@ export const isEntry = (intent: PlaceIntent, position: Decimal, exiting: Decimal
   if (!reducible.gt(ZERO)) return true
   if (!("baseQty" in intent)) return true
   return intent.baseQty.plus(exiting).gt(reducible)
-}
-
-/**
- * What a restored instance missed, as events in the order they came about: each final update
- * after the fills it reports (the order the engine publishes them in), then the fills of orders
- * still open, order by order.
- */
-export const missedEvents = (answers: ReadonlyArray<OwedAnswer>, fills: ReadonlyArray<{ readonly fill: LedgerFill; readonly tag: string }>): Array<OutcomeEvent> => {
-  const fillsOf = new Map<string | null, Array<OutcomeEvent>>()
-  for (const { fill, tag } of fills) {
-    const events = fillsOf.get(fill.clientOrderId) ?? []
-    events.push({ _tag: "Fill", event: fillEventOf(fill, tag) })
-    fillsOf.set(fill.clientOrderId, events)
-  }
-  const missed: Array<OutcomeEvent> = []
-  for (const answer of answers) {
-    if (answer.clientOrderId !== null) {
-      missed.push(...(fillsOf.get(answer.clientOrderId) ?? []))
-      fillsOf.delete(answer.clientOrderId)
-    }
-    missed.push({
-      _tag: "OrderUpdate",
-      event: {
-        tag: answer.tag,
-        ...(answer.clientOrderId === null ? {} : { clientOrderId: answer.clientOrderId }),
-        // A final state is the update kind of its name.
-        kind: answer.state as OrderUpdateKind,
-        ...(answer.code === null ? {} : { code: answer.code }),
-        filledBaseQty: answer.filledBaseQty
-      }
-    })
-  }
-  for (const events of fillsOf.values()) missed.push(...events)
-  return missed
 }
 
 const dispatch = (definition: StrategyDefinition, state: unknown, event: HostEvent, view: StrategyView): HandlerResult<unknown> | undefined => {
@@ -195,68 +144,26 @@ export const runInstance = (
     const journal = yield* OrderJournal
     const ledger = yield* FillLedger
     const { definition } = spec
-    /**
-     * The instance's queue: events waiting to be handled, oldest first, at most QUEUE_CAPACITY of
-     * them from outside. A plain array and two latches rather than an Effect Queue: the handler
-     * takes everything waiting in one go, which an Effect Queue rebuilds element by element.
-     */
-    let inbox: Array<HostEvent> = []
-    /** Open while the inbox holds events. */
-    const arrived = Effect.unsafeMakeLatch(false)
-    /** Open while the inbox has room. */
-    const room = Effect.unsafeMakeLatch(true)
-    let stopped = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        // Whoever waits for room is let go; what comes after the stop is not handled.
-        stopped = true
-        room.unsafeOpen()
-      })
-    )
-    /** Queues an event whatever the room: answers the instance owes itself, which only it could make room for. */
-    const push = (event: HostEvent): void => {
-      inbox.push(event)
-      arrived.unsafeOpen()
-      if (inbox.length >= QUEUE_CAPACITY) room.unsafeClose()
-    }
-    /** Queues events ahead of everything waiting: what happened while the instance did not run comes first. */
-    const pushFirst = (events: ReadonlyArray<HostEvent>): void => {
-      inbox = [...events, ...inbox]
-      arrived.unsafeOpen()
-      if (inbox.length >= QUEUE_CAPACITY) room.unsafeClose()
-    }
-    /**
-     * Queues an event if there is room. Market data a paused instance is given is dropped here, not
-     * when the loop next takes it, so that a resume soon after cannot let it through.
-     */
-    const offer = (event: HostEvent): boolean => {
-      if (stopped || (pausedFor !== undefined && (event._tag === "Candle" || event._tag === "Ticker"))) return true
-      if (inbox.length >= QUEUE_CAPACITY) return false
-      push(event)
-      return true
-    }
-    const deliver = (event: HostEvent): Effect.Effect<void> =>
-      Effect.suspend(() => (offer(event) ? Effect.void : Effect.zipRight(room.await, deliver(event))))
-    /** Everything waiting, once there is something. */
-    const takeAll: Effect.Effect<ReadonlyArray<HostEvent>> = Effect.suspend(() => {
-      if (inbox.length === 0) return Effect.zipRight(arrived.await, takeAll)
-      const events = inbox
-      inbox = []
-      arrived.unsafeClose()
-      room.unsafeOpen()
-      return Effect.succeed(events)
-    })
+    const { storage } = store
+    // A paused instance, or one whose database refuses writes, is given no market data.
+    const inbox = new Inbox(() => pausedFor !== undefined || storage.fault !== undefined)
+    // Whoever waits for room is let go; what comes after the stop is not handled.
+    yield* Effect.addFinalizer(() => Effect.sync(() => inbox.stop()))
+    const push = (event: HostEvent): void => inbox.push(event)
     /** Why the instance is paused; read by the event loop, `pausedReason` and the resume poll, all on one thread. */
     let pausedFor: string | undefined
     /** Set by an operator: entries are refused, exits and cancels go out. */
     let entriesStopped = false
     const scope = yield* Effect.scope
-    const pressureConfig = spec.backpressure ?? defaultBackpressure
-    const maxIntentsPerMinute = spec.maxIntentsPerMinute ?? DEFAULT_MAX_INTENTS_PER_MINUTE
-    let pressure = initialBackpressure
-    /** Answers owed to the strategy for intents held back, given when placements may go out again. */
-    const held: Array<OrderUpdateEvent> = []
-    let flushAt: number | undefined
+    const pressure = instancePressure({
+      strategyId: spec.id,
+      config: spec.backpressure ?? defaultBackpressure,
+      maxIntentsPerMinute: spec.maxIntentsPerMinute ?? DEFAULT_MAX_INTENTS_PER_MINUTE,
+      heldCodes: HELD_CODES,
+      now,
+      answer: (event) => push({ _tag: "OrderUpdate", event }),
+      scope
+    })
 
     /**
      * The instance's own pair at the price it was last given (a ticker, or a candle's close), as
@@ -304,11 +211,17 @@ export const runInstance = (
       }
     }
 
-    /** Hands intents to the engine; its refusals come back to this instance as order updates. */
-    const submit = (intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number>) =>
-      Effect.map(port.submit(spec.id, intents, outboxIds), (refusals) => {
-        for (const event of refusals) push({ _tag: "OrderUpdate", event })
-      })
+    /** Intents saved in the outbox that the engine could not journal, the storage refusing it: submitted again once it takes writes. */
+    const unsubmitted: Array<{ readonly intents: ReadonlyArray<Intent>; readonly outboxIds: ReadonlyArray<number> }> = []
+    /** Hands intents to the engine; its refusals come back to this instance as order updates. False when the storage refused their journal. */
+    const submit = (intents: ReadonlyArray<Intent>, outboxIds: ReadonlyArray<number>): Effect.Effect<boolean> =>
+      waitingOutStorage(
+        Effect.map(port.submit(spec.id, intents, outboxIds), (refusals) => {
+          for (const event of refusals) push({ _tag: "OrderUpdate", event })
+          return true
+        }),
+        () => Effect.sync(() => unsubmitted.push({ intents, outboxIds }) === 0)
+      )
 
     // Intents saved with the state but not journaled before the process stopped: they
     // come before anything the instance hears now. Those of another plugin that ran under
@@ -343,7 +256,8 @@ export const runInstance = (
             savedState = encoded
           }
         }
-        yield* store.markPaused(spec.id, reason, now())
+        // On a storage that refuses writes the pause holds in memory; a restart resumes every instance anyway.
+        yield* waitingOutStorage(store.markPaused(spec.id, reason, now()), () => Effect.void)
       })
 
     /** The state as stored, or undefined when it no longer matches the strategy's own schema. */
@@ -354,40 +268,6 @@ export const runInstance = (
         return undefined
       }
     }
-
-    /** Hands the strategy the answers to what was held back, once placements may go out again. */
-    const flushHeld = Effect.suspend(() => {
-      flushAt = undefined
-      const answers = held.splice(0)
-      const throttled = answers.filter((answer) => answer.code === "throttled").length
-      return Effect.zipRight(
-        throttled === 0 ? Effect.void : logEvent("strategy.throttled", { strategy: spec.id, refused: throttled, maxIntentsPerMinute }),
-        Effect.sync(() => {
-          for (const event of answers) push({ _tag: "OrderUpdate", event })
-        })
-      )
-    })
-
-    /** Placements the back-pressure lets through now; the others are held back, and answered later. */
-    const admitted = (intents: ReadonlyArray<Intent>, at: number) =>
-      Effect.gen(function* () {
-        const through: Array<Intent> = []
-        for (const intent of intents) {
-          if (intent.type === "cancel") {
-            through.push(intent)
-            continue
-          }
-          const [next, verdict] = admit(pressure, at, maxIntentsPerMinute)
-          pressure = next
-          if (verdict === "admit") through.push(intent)
-          else held.push({ tag: intent.tag, kind: "refused", code: verdict, filledBaseQty: ZERO })
-        }
-        if (held.length > 0 && flushAt === undefined) {
-          flushAt = heldUntil(pressure, at)
-          yield* Effect.forkIn(Effect.zipRight(Effect.sleep(Math.max(0, flushAt - at)), flushHeld), scope)
-        }
-        return through
-      })
 
     /** Refused entries not answered yet; answered together, ENTRY_ANSWER_DELAY_MS after the first. */
     const entryAnswers: Array<OrderUpdateEvent> = []
@@ -439,26 +319,6 @@ export const runInstance = (
         return kept
       })
 
-    /**
-     * Counts what a refusal, a rejection, an acceptance or a fill says about the instance's last
-     * intents; returns the step a refusal led to, when it is a backoff or a pause.
-     */
-    const observe = (event: HostEvent): RefusalStep | undefined => {
-      if (event._tag === "Fill") {
-        pressure = succeeded(pressure)
-        return undefined
-      }
-      if (event._tag !== "OrderUpdate") return undefined
-      const update = event.event
-      if (update.kind === "pending" || update.kind === "resting" || update.kind === "fill") {
-        pressure = succeeded(pressure)
-        return undefined
-      }
-      if ((update.kind !== "refused" && update.kind !== "rejected") || HELD_CODES.has(update.code ?? "")) return undefined
-      const [next, step] = refused(pressure, `${update.kind}:${update.code ?? "no code"}`, now(), pressureConfig)
-      pressure = next
-      return step._tag === "Counted" ? undefined : step
-    }
     /** Intents returned for warm-up candles, dropped; reported once, when the live events begin. */
     let warmupDropped = 0
     const reportWarmup = Effect.suspend(() => {
@@ -510,34 +370,66 @@ export const runInstance = (
      * Saves the state the handlers left and the intents they emitted in one transaction (the
      * state and the intents it expects answers to: a crash cannot keep one without the other),
      * then hands the intents to the engine. Most market data leaves the state as it was and
-     * emits nothing: that costs no write.
+     * emits nothing: that costs no write. False when the storage refused the save or the journal:
+     * what it held is kept (in memory, or in the outbox) for when the storage takes writes again.
      */
-    const save = Effect.gen(function* () {
+    const save: Effect.Effect<boolean> = Effect.gen(function* () {
       const intents = unsaved
       unsaved = []
       const encoded = encodeState()
       if (encoded === undefined) {
         // A state that no longer matches the strategy's own schema is as broken as a throw.
         yield* fail(lastTrigger ?? "Timer", `${lastTrigger ?? "event"} handler left a state that does not match its schema`)
-        return
+        return true
       }
       const changed = encoded !== savedState || lastCandle !== savedCandle
-      if (!changed && intents.length === 0 && answered.length === 0 && heard.length === 0) return
+      if (!changed && intents.length === 0 && answered.length === 0 && heard.length === 0) return true
       const at = now()
-      const handed = recordHanded(answered, heard, at)
+      const [handedAnswers, handedFills] = [answered, heard]
       answered = []
       heard = []
-      const outboxIds = yield* store.save(
-        spec.id,
-        changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
-        intents,
-        at,
-        handed
+      const outboxIds = yield* waitingOutStorage(
+        store.save(
+          spec.id,
+          changed ? { strategy: definition.name, version: definition.version, state: encoded, lastCandleOpen: lastCandle ?? null } : undefined,
+          intents,
+          at,
+          recordHanded(handedAnswers, handedFills, at)
+        ),
+        () => Effect.succeed(undefined)
       )
+      if (outboxIds === undefined) {
+        unsaved = [...intents, ...unsaved]
+        answered = [...handedAnswers, ...answered]
+        heard = [...handedFills, ...heard]
+        return false
+      }
       savedState = encoded
       savedCandle = lastCandle
-      if (intents.length > 0) yield* submit(intents, outboxIds)
+      return intents.length === 0 || (yield* submit(intents, outboxIds))
     })
+
+    /**
+     * The storage refuses writes: the events not handled yet wait ahead of what comes (market data
+     * is dropped: it would be stale by then) until it takes writes again. Then what could not be
+     * journaled is submitted and what could not be saved is saved, in the order it came.
+     */
+    const waitForStorage = (rest: ReadonlyArray<HostEvent>) =>
+      Effect.gen(function* () {
+        inbox.pushFirst(rest.filter((event) => !isMarketData(event)))
+        for (;;) {
+          yield* storage.awaitWritable
+          const pending = unsubmitted.splice(0)
+          let journaled = true
+          for (const [i, { intents, outboxIds }] of pending.entries()) {
+            if (yield* submit(intents, outboxIds)) continue
+            unsubmitted.push(...pending.slice(i + 1))
+            journaled = false
+            break
+          }
+          if (journaled && (yield* save)) return
+        }
+      })
 
     /**
      * A handler failed: the instance goes back to the state it last saved (a handler that threw
@@ -563,13 +455,14 @@ export const runInstance = (
       Effect.gen(function* () {
         let account: AccountView | undefined
         let handled = false
-        for (const event of events) {
+        for (const [i, event] of events.entries()) {
           if (pausedFor !== undefined) break
+          if (storage.fault !== undefined) return yield* waitForStorage(events.slice(i))
           if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) continue
           if ((event._tag === "OrderUpdate" || event._tag === "Fill") && !(yield* owes(event))) continue
           if (event._tag === "Ticker" && event.event.symbol === spec.symbol) givenPrice = event.event.price
           else if (event._tag === "Candle" && event.event.symbol === spec.symbol) givenPrice = event.event.close
-          const step = observe(event)
+          const step = pressure.observe(event)
           if (step?._tag === "Backoff") yield* logEvent("strategy.backoff", { strategy: spec.id, reason: step.reason, untilMs: step.untilMs })
           const pauseFor = step?._tag === "Pause" ? step.reason : undefined
           account ??= yield* port.accountView(spec.id)
@@ -594,21 +487,22 @@ export const runInstance = (
           state = outcome.state
           if (emitted.length > 0) {
             // A pausing instance places nothing more; held-back intents never reach the outbox.
-            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* admitted(yield* withoutEntries(emitted, account), now())
+            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* pressure.admitted(yield* withoutEntries(emitted, account), now())
             unsaved.push(...intents)
           }
           if (unsaved.length > 0 || pauseFor !== undefined) {
-            yield* save
+            const saved = yield* save
             handled = false
             // The orders just submitted are in the view of the next event.
             account = undefined
-          }
-          if (pauseFor !== undefined) {
-            yield* pause(pauseFor)
-            yield* logEvent("strategy.paused", { strategy: spec.id, reason: pauseFor, action: "paused: fix the cause, then `svcbot resume` it (or restart)" })
+            if (pauseFor !== undefined) {
+              yield* pause(pauseFor)
+              yield* logEvent("strategy.paused", { strategy: spec.id, reason: pauseFor, action: "paused: fix the cause, then `svcbot resume` it (or restart)" })
+            }
+            if (!saved) return yield* waitForStorage(events.slice(i + 1))
           }
         }
-        if (handled || lastCandle !== savedCandle || answered.length > 0 || heard.length > 0) yield* save
+        if ((handled || lastCandle !== savedCandle || answered.length > 0 || heard.length > 0) && !(yield* save)) yield* waitForStorage([])
       })
 
     // What became of the instance's orders while it did not run (cancel-on-stop runs after the
@@ -621,7 +515,7 @@ export const runInstance = (
     const fills = yield* ledger.unheardFor(spec.id)
     if (answers.length + fills.length > 0) {
       if (restoredState) {
-        pushFirst(missedEvents(answers, fills))
+        inbox.pushFirst(missedEvents(answers, fills))
       } else {
         const at = now()
         yield* store.save(spec.id, undefined, [], at, recordHanded(answers.map((answer) => answer.intentId), fills.map((entry) => entry.fill.fillId), at))
@@ -634,14 +528,14 @@ export const runInstance = (
       })
     }
 
-    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(takeAll, handleAll)))
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(inbox.takeAll, handleAll)))
     // `svcbot resume` clears the stored pause; the running instance takes it up here.
     yield* Effect.forkScoped(
       Effect.repeat(
         Effect.gen(function* () {
           const reason = pausedFor
           if (reason === undefined || state === undefined || (yield* store.pausedReason(spec.id)) !== null) return
-          pressure = initialBackpressure
+          pressure.reset()
           pausedFor = undefined
           yield* logEvent("strategy.resumed", { strategy: spec.id, reason })
         }),
@@ -655,7 +549,7 @@ export const runInstance = (
         Effect.sync(() =>
           scheduleCron(expression, (context) => {
             // A timer that finds the queue full is skipped: the next one comes.
-            offer({ _tag: "Timer", event: { name: SCHEDULE_TIMER, scheduledAt: context.date.getTime() } })
+            inbox.offer({ _tag: "Timer", event: { name: SCHEDULE_TIMER, scheduledAt: context.date.getTime() } })
           }, { name: `strategy:${spec.id}`, timezone: "UTC" })
         ),
         (task) => Effect.promise(async () => { await task.destroy() })
@@ -669,8 +563,8 @@ export const runInstance = (
       id: spec.id,
       symbol: spec.symbol,
       definition,
-      deliver,
-      pausedReason: Effect.sync(() => pausedFor),
+      deliver: inbox.deliver,
+      pausedReason: Effect.sync(() => pausedFor ?? storage.reason),
       lastCandleOpen: Effect.sync(() => lastCandle),
       pause: (reason) =>
         Effect.suspend(() => (pausedFor !== undefined ? Effect.succeed("already paused" as const) : Effect.as(pause(reason), "paused" as const))),
@@ -680,7 +574,7 @@ export const runInstance = (
         entriesStopped = false
         if (reason !== undefined) {
           yield* store.resume(spec.id, now())
-          pressure = initialBackpressure
+          pressure.reset()
           pausedFor = undefined
           yield* logEvent("strategy.resumed", { strategy: spec.id, reason })
         }

@@ -18,7 +18,7 @@ export interface StoredState {
 
 export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("svcbot/StrategyStateStore", {
   effect: Effect.gen(function* () {
-    const { sqlite } = yield* Database
+    const { sqlite, storage } = yield* Database
     const outbox = yield* StrategyOutbox
     const select = sqlite.prepare<[string], { strategy: string; version: string; state: string; last_candle_open: number | null }>(
       "SELECT strategy, version, state, last_candle_open FROM strategy_state WHERE strategy_id = ?"
@@ -39,6 +39,8 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
       return outbox.add(id, intents, now)
     })
     return {
+      /** The health of the database's writes: while they fail the host pauses its instances. */
+      storage,
       load: (id: string): Effect.Effect<StoredState | undefined> =>
         Effect.sync(() => {
           const row = select.get(id)
@@ -55,14 +57,14 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
         intents: ReadonlyArray<Intent>,
         now: number,
         recordHanded: () => void = () => undefined
-      ): Effect.Effect<ReadonlyArray<number>> => Effect.sync(() => saveAll(id, stored, intents, now, recordHanded)),
+      ): Effect.Effect<ReadonlyArray<number>> => Effect.sync(() => storage.guard(() => saveAll(id, stored, intents, now, recordHanded))),
       /** Forgets an instance's unjournaled intents (they belong to a strategy that no longer runs under its id). */
       dropOutbox: (id: string): Effect.Effect<void> => outbox.drop(id),
       /** Intents saved and not yet journaled, oldest first: what a crash left between the two. */
       outbox: (id: string): Effect.Effect<ReadonlyArray<OutboxEntry>> => outbox.forStrategy(id),
       markPaused: (id: string, reason: string, now: number): Effect.Effect<void> =>
         Effect.sync(() => {
-          pause.run(reason, now, id)
+          storage.guard(() => pause.run(reason, now, id))
         }),
       /** The stored pause of an instance: its reason, null when it is not paused, undefined when it has no row. */
       pausedReason: (id: string): Effect.Effect<string | null | undefined> => Effect.sync(() => selectPaused.get(id)?.paused_reason),

@@ -1,0 +1,122 @@
+/**
+ * A strategy instance's inbox: the events waiting for its handlers, and what a
+ * restored instance missed while it did not run. The host's event loop takes
+ * everything waiting in one go; deliveries wait for room, market data a paused
+ * instance is given is dropped as it is given.
+ */
+import { Effect } from "effect"
+import { fillEventOf } from "../daemon/FillEvents.js"
+import type { LedgerFill } from "../store/FillLedger.js"
+import type { OwedAnswer } from "../store/OrderJournal.js"
+import type { CandleEvent, FillEvent, OrderUpdateEvent, OrderUpdateKind, TickerEvent, TimerEvent } from "./Strategy.js"
+
+export type HostEvent =
+  | { readonly _tag: "Candle"; readonly event: CandleEvent }
+  | { readonly _tag: "Ticker"; readonly event: TickerEvent }
+  | { readonly _tag: "Timer"; readonly event: TimerEvent }
+  | { readonly _tag: "OrderUpdate"; readonly event: OrderUpdateEvent }
+  | { readonly _tag: "Fill"; readonly event: FillEvent }
+
+/** What became of an order: a final update or a fill, each handed to its instance once. */
+export type OutcomeEvent = Extract<HostEvent, { readonly _tag: "OrderUpdate" | "Fill" }>
+
+/** Market data: what a paused instance is not given, and what it would decide on stale when it resumed. */
+export const isMarketData = (event: HostEvent): boolean => event._tag === "Candle" || event._tag === "Ticker"
+
+/**
+ * What a restored instance missed, as events in the order they came about: each final update
+ * after the fills it reports (the order the engine publishes them in), then the fills of orders
+ * still open, order by order.
+ */
+export const missedEvents = (answers: ReadonlyArray<OwedAnswer>, fills: ReadonlyArray<{ readonly fill: LedgerFill; readonly tag: string }>): Array<OutcomeEvent> => {
+  const fillsOf = new Map<string | null, Array<OutcomeEvent>>()
+  for (const { fill, tag } of fills) {
+    const events = fillsOf.get(fill.clientOrderId) ?? []
+    events.push({ _tag: "Fill", event: fillEventOf(fill, tag) })
+    fillsOf.set(fill.clientOrderId, events)
+  }
+  const missed: Array<OutcomeEvent> = []
+  for (const answer of answers) {
+    if (answer.clientOrderId !== null) {
+      missed.push(...(fillsOf.get(answer.clientOrderId) ?? []))
+      fillsOf.delete(answer.clientOrderId)
+    }
+    missed.push({
+      _tag: "OrderUpdate",
+      event: {
+        tag: answer.tag,
+        ...(answer.clientOrderId === null ? {} : { clientOrderId: answer.clientOrderId }),
+        // A final state is the update kind of its name.
+        kind: answer.state as OrderUpdateKind,
+        ...(answer.code === null ? {} : { code: answer.code }),
+        filledBaseQty: answer.filledBaseQty
+      }
+    })
+  }
+  for (const events of fillsOf.values()) missed.push(...events)
+  return missed
+}
+
+/** How many events may wait for one instance; a delivery beyond it waits for the handler to catch up. */
+const QUEUE_CAPACITY = 1024
+
+/**
+ * The instance's queue: events waiting to be handled, oldest first, at most QUEUE_CAPACITY of
+ * them from outside. A plain array and two latches rather than an Effect Queue: the handler
+ * takes everything waiting in one go, which an Effect Queue rebuilds element by element.
+ */
+export class Inbox {
+  private events: Array<HostEvent> = []
+  /** Open while the inbox holds events. */
+  private readonly arrived = Effect.unsafeMakeLatch(false)
+  /** Open while the inbox has room. */
+  private readonly room = Effect.unsafeMakeLatch(true)
+  private stopped = false
+
+  /** `paused` says whether the instance is paused now: its market data is then dropped as it is given. */
+  constructor(private readonly paused: () => boolean) {}
+
+  /** The instance stopped: whoever waits for room is let go, and what comes after is not handled. */
+  stop(): void {
+    this.stopped = true
+    this.room.unsafeOpen()
+  }
+
+  /** Queues an event whatever the room: answers the instance owes itself, which only it could make room for. */
+  push(event: HostEvent): void {
+    this.events.push(event)
+    this.arrived.unsafeOpen()
+    if (this.events.length >= QUEUE_CAPACITY) this.room.unsafeClose()
+  }
+
+  /** Queues events ahead of everything waiting: what happened while the instance did not run comes first. */
+  pushFirst(events: ReadonlyArray<HostEvent>): void {
+    if (events.length === 0) return
+    this.events = [...events, ...this.events]
+    this.arrived.unsafeOpen()
+    if (this.events.length >= QUEUE_CAPACITY) this.room.unsafeClose()
+  }
+
+  /**
+   * Queues an event if there is room. Market data a paused instance is given is dropped here, not
+   * when the loop next takes it, so that a resume soon after cannot let it through.
+   */
+  offer(event: HostEvent): boolean {
+    if (this.stopped || (isMarketData(event) && this.paused())) return true
+    if (this.events.length >= QUEUE_CAPACITY) return false
+    this.push(event)
+    return true
+  }
+
+  deliver = (event: HostEvent): Effect.Effect<void> => Effect.suspend(() => (this.offer(event) ? Effect.void : Effect.zipRight(this.room.await, this.deliver(event))))
+
+  /** Everything waiting, once there is something. */
+  takeAll: Effect.Effect<ReadonlyArray<HostEvent>> = Effect.suspend(() => {
+    if (this.events.length === 0) return Effect.zipRight(this.arrived.await, this.takeAll)
+    const events = this.events
+    this.events = []
+    this.arrived.unsafeClose()
+    this.room.unsafeOpen()
+    return Effect.succeed(events)
+  })
+}
