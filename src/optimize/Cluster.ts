@@ -2,41 +2,46 @@
  * Optimisation trials on @effect/cluster, its shards, messages and runners kept in
  * Postgres (@effect/sql-pg).
  *
- * A trial is a message to the `OptimizeTrial` entity whose id is the trial's key.
+ * Trials travel in batches of about a second of work (`Batches.ts`), each a message to an
+ * `OptimizeTrial` entity that is one of the run's lanes: the run keeps two lanes on each
+ * worker, learnt from who answers them, each sending its next batch when its last is answered.
  * Messages are persisted: the client's request is written to Postgres before it is
  * routed, and a runner that dies before replying leaves it unprocessed, so when its
  * shards move to a live runner (its advisory locks end with its connection) the
  * message is delivered again there. Each message's primary key is the run and the
- * trial key, so a request sent twice in one run is one message.
+ * hash of its trials' keys, so a request sent twice in one run is one message.
  *
  * A worker (`svcbot worker --cluster URL`) is a runner hosting the entity, registered under
- * the port it really listens on (a free one unless given). Its handler answers from
- * `optimize_results` when the key already has a result, else runs the backtest and writes
- * the result once by key: a job re-run after a crash between the write and the reply writes
- * nothing new, and every reply is the stored row.
+ * the port it really listens on (a free one unless given). Its handler answers a batch's
+ * trials from `optimize_results` where their keys already have results, runs the backtests of
+ * the others and writes their results once by key, in one statement: a batch re-run after a
+ * crash between the write and the reply writes nothing new, and every reply is the stored rows.
  *
  * The library never deletes a message or its reply, so the run deletes them (`PgResults`):
- * a trial's as soon as the run has its answer and has recorded it, and when it opens its
+ * a batch's as soon as the run has its answers and has recorded them, and when it opens its
  * runner every answer older than `ANSWERED_RETENTION_MS`, which is what runs killed before
  * recording leave. A message no worker has answered stays until one does.
  *
  * Datasets travel by content hash: the client stores the candles once under their hash,
  * and a worker fetches a hash the first time it meets it, keeps it as a CSV in its cache
- * folder (so a restart does not fetch it again) and prepares each study once.
+ * folder (so a restart does not fetch it again) and prepares each study once, every batch of
+ * it reusing the prepared job.
  * A worker whose strategy source or data hashes differ from the study's refuses the trial
  * (`WorkerUnfit`) rather than answer for other code or other data, and hashes the strategy file
  * before importing it. Requests and answers are read in the exact form svcbot writes them
  * (TrialMessages.ts): anything that can write the cluster's tables can write a message.
  */
+import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { ClusterSchema, Entity, RunnerAddress, RunnerHealth, Runners, ShardingConfig, SocketRunner, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
-import { SocketServer } from "@effect/platform"
-import { NodeClusterSocket, NodeSocketServer } from "@effect/platform-node"
+import * as SocketServer from "@effect/platform/SocketServer"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as NodeSocketServer from "@effect/platform-node/NodeSocketServer"
 import { Rpc, RpcSerialization } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, ManagedRuntime, Option, Redacted, Schema } from "effect"
+import { Clock, Effect, Layer, ManagedRuntime, Option, Redacted, Schema } from "effect"
 import { type JobSpec, prepare, type PreparedJob, strategyFileOf } from "../backtest/Job.js"
 import type { CandleSeries } from "../backtest/Candles.js"
 import { sourceHashOfFile } from "../domain/Hash.js"
@@ -44,8 +49,9 @@ import { logEvent } from "../log/Logger.js"
 import * as PgResults from "./PgResults.js"
 import type { ResultsBackend } from "./Results.js"
 import { RunnerFailed, type TrialRunner } from "./Runner.js"
-import { dataHashOf, runTrial, type Study, type TrialResult } from "./Trial.js"
-import { type StudyRef, TrialAnswer, TrialRequest } from "./TrialMessages.js"
+import { batchSize, Lanes, TrialClock } from "./Batches.js"
+import { dataHashOf, runTrial, type Study, type Trial, type TrialResult } from "./Trial.js"
+import { type StudyRef, TrialsAnswer, TrialsRequest } from "./TrialMessages.js"
 
 /** The worker cannot answer for this study: another strategy source, other data, or the study cannot be prepared there. */
 export class WorkerUnfit extends Schema.TaggedError<WorkerUnfit>()("WorkerUnfit", { worker: Schema.String, problem: Schema.String }) {
@@ -54,24 +60,30 @@ export class WorkerUnfit extends Schema.TaggedError<WorkerUnfit>()("WorkerUnfit"
   }
 }
 
-/** A trial request's primary key: one message per run and trial, so a refusal stored for one run is never another's answer. */
-const requestKeyOf = (runId: number, key: string): string => `${runId}/${key}`
+/** The hash of a batch's trial keys: its request's key within the run. */
+const batchKeyOf = (keys: ReadonlyArray<string>): string => createHash("sha256").update(keys.join(",")).digest("hex")
 
-const RunTrial = Rpc.make("RunTrial", {
-  payload: TrialRequest.fields,
-  success: TrialAnswer,
+/** A batch request's primary key: one message per run and batch, so a refusal stored for one run is never another's answer. */
+const requestKeyOf = (runId: number, keys: ReadonlyArray<string>): string => `${runId}/${batchKeyOf(keys)}`
+
+const RunTrials = Rpc.make("RunTrials", {
+  payload: TrialsRequest.fields,
+  success: TrialsAnswer,
   error: WorkerUnfit,
-  primaryKey: ({ runId, trial }) => requestKeyOf(runId, trial.key)
+  primaryKey: ({ runId, trials }) => requestKeyOf(runId, trials.map((trial) => trial.key))
 })
 
-export const TrialEntity = Entity.make("OptimizeTrial", [RunTrial]).annotateRpcs(ClusterSchema.Persisted, true)
+export const TrialEntity = Entity.make("OptimizeTrial", [RunTrials]).annotateRpcs(ClusterSchema.Persisted, true)
+
+/** A lane's entity id: its run's, so that a lane never queues behind another run's messages. */
+const laneIdOf = (runId: number, lane: number): string => `${runId}-${lane}`
 
 /**
- * The id the library stores a trial's request of run `runId` under: its primary key behind the
- * entity's address and the tag (`Envelope.primaryKeyByAddress`). With two 64-digit keys it stays
- * under the 255 characters beyond which the library would store a digest instead.
+ * The id the library stores a batch request under: its primary key behind the entity's address
+ * and the tag (`Envelope.primaryKeyByAddress`). It stays well under the 255 characters beyond
+ * which the library would store a digest instead.
  */
-const messageIdOf = (runId: number, key: string): string => `${TrialEntity.type}/${key}/${RunTrial._tag}/${requestKeyOf(runId, key)}`
+const messageIdOf = (entityId: string, requestKey: string): string => `${TrialEntity.type}/${entityId}/${RunTrials._tag}/${requestKey}`
 
 /**
  * Timings for a cluster of batch workers rather than long-lived services: a dead worker's
@@ -220,19 +232,30 @@ const trialHandlers = (worker: string, cacheDir: string) => {
     return load
   }
   return TrialEntity.toLayer({
-      RunTrial: ({ payload: { runId, study, trial } }) =>
-        Effect.gen(function* () {
-          const known = yield* PgResults.storedResult(trial.key)
-          if (known !== undefined) return known
+    RunTrials: ({ payload: { runId, study, trials } }) =>
+      Effect.gen(function* () {
+        const stored = yield* PgResults.storedResults(trials.map((trial) => trial.key))
+        const missing = [...new Map(trials.filter((trial) => !stored.has(trial.key)).map((trial) => [trial.key, trial] as const)).values()]
+        let ms = 0
+        if (missing.length > 0) {
           const job = yield* studyJob(study)
-          const result = runTrial(job, trial)
-          const stored = yield* PgResults.writeResult(trial, result, worker)
-          yield* logEvent("optimize.trial-done", { worker, runId, jobKey: trial.key, ...(result.error === undefined ? {} : { error: result.error }) })
-          return stored
-        }).pipe(
-          // A lost database connection is not the trial's answer: the message stays unprocessed and is delivered again.
-          Effect.catchTag("SqlError", (error) => Effect.die(error))
-        )
+          const startedNs = yield* Clock.currentTimeNanos
+          const results = missing.map((trial) => runTrial(job, trial))
+          ms = Number((yield* Clock.currentTimeNanos) - startedNs) / 1e6
+          // Logged after the write, a worker killed logs nothing it did not store; and the two are one
+          // step, as the library interrupts a handler whose shard moves away: a log names every row written.
+          yield* Effect.uninterruptible(
+            Effect.gen(function* () {
+              for (const [key, result] of yield* PgResults.writeResults(missing, results, worker)) stored.set(key, result)
+              for (const result of results) yield* logEvent("optimize.trial-done", { worker, runId, jobKey: result.key, ...(result.error === undefined ? {} : { error: result.error }) })
+            })
+          )
+        }
+        return { worker, ran: missing.length, ms, results: trials.map((trial) => stored.get(trial.key)!) }
+      }).pipe(
+        // A lost database connection is not the batch's answer: the message stays unprocessed and is delivered again.
+        Effect.catchTag("SqlError", (error) => Effect.die(error))
+      )
   })
 }
 
@@ -290,8 +313,53 @@ export interface ClusterSession {
   readonly close: () => Promise<void>
 }
 
-/** How many trial requests are in flight at once: enough to keep every worker's mailbox fed. */
-const IN_FLIGHT = 64
+interface BatchSender {
+  readonly send: (lane: number, trials: ReadonlyArray<Trial>) => Promise<TrialsAnswer>
+  readonly clock: TrialClock
+  readonly lanes: Lanes
+  /** How many workers are registered and alive. */
+  readonly live: () => Promise<number>
+}
+
+/**
+ * Runs the trials in batches over the lanes (`Batches.ts`): each lane sends its next batch when
+ * its last is answered, until every trial is sent; a lane whose worker has its share of lanes
+ * stops, and probes open while a live worker may lack its lanes. Fails with the first failure.
+ */
+const runBatches = async (trials: ReadonlyArray<Trial>, { send, clock, lanes, live }: BatchSender): Promise<ReadonlyArray<TrialResult>> => {
+  if (trials.length === 0) return []
+  const workers = await live()
+  const results = new Map<string, TrialResult>()
+  const active = new Set<number>()
+  let next = 0
+  return new Promise((resolve, reject) => {
+    let failed = false
+    const lane = async (number: number): Promise<void> => {
+      active.add(number)
+      try {
+        while (next < trials.length && !failed) {
+          const batch = trials.slice(next, next + batchSize(clock.msPerTrial, trials.length - next, active.size))
+          next += batch.length
+          const answer = await send(number, batch)
+          if (answer.results.length !== batch.length || answer.results.some((result, i) => result.key !== batch[i]!.key)) {
+            throw new RunnerFailed({ message: `worker ${answer.worker} answered a batch with results for other trials` })
+          }
+          clock.observe(answer.ran, answer.ms)
+          for (const result of answer.results) results.set(result.key, result)
+          if (results.size === new Set(trials.map((trial) => trial.key)).size) return resolve(trials.map((trial) => results.get(trial.key)!))
+          if (!lanes.answered(number, answer.worker, active)) break
+        }
+      } catch (cause) {
+        failed = true
+        reject(cause instanceof RunnerFailed ? cause : new RunnerFailed({ message: cause instanceof Error ? cause.message : String(cause) }))
+      } finally {
+        active.delete(number)
+        if (next < trials.length && !failed) for (const opened of lanes.topUp(active, workers)) void lane(opened)
+      }
+    }
+    for (const number of lanes.start(workers)) void lane(number)
+  })
+}
 
 /**
  * How long an answered message is kept when no run recorded it: a live run reads its answers
@@ -308,6 +376,8 @@ export const connectCluster = async (url: string): Promise<ClusterSession> => {
     await runtime.dispose()
     throw new RunnerFailed({ message: `cannot reach the cluster's database ${maskedUrl(url)}: ${cause instanceof Error ? cause.message : String(cause)}` })
   }
+  /** The message ids of the batches answered and not yet recorded. */
+  const answered: Array<string> = []
   const results: ResultsBackend = {
     where: maskedUrl(url),
     startRun: (header) => run(PgResults.startRun(header)),
@@ -319,11 +389,11 @@ export const connectCluster = async (url: string): Promise<ClusterSession> => {
     result: (runId, key) =>
       run(PgResults.storedResult(key).pipe(Effect.tap((stored) => (stored === undefined ? Effect.void : PgResults.linkTrials(runId, [key]))))),
     results: (runId) => run(PgResults.runResults(runId)),
-    // The workers wrote the results; the run records which trials it asked for, and then their
-    // messages and replies are spent: the result rows answer any later asking.
+    // The workers wrote the results; the run records which trials it asked for, and then the
+    // messages and replies of the batches answered so far are spent: the result rows answer any later asking.
     record: (runId, trials) => {
-      const keys = trials.map((t) => t.key)
-      return run(PgResults.linkTrials(runId, keys).pipe(Effect.zipRight(PgResults.pruneAnsweredMessages(keys.map((key) => messageIdOf(runId, key))))))
+      const spent = answered.splice(0)
+      return run(PgResults.linkTrials(runId, trials.map((t) => t.key)).pipe(Effect.zipRight(PgResults.pruneAnsweredMessages(spent))))
     },
     // The session owns the connection: `close` below ends it.
     close: () => undefined
@@ -338,16 +408,19 @@ export const connectCluster = async (url: string): Promise<ClusterSession> => {
         })
       )
       const ref = studyRefOf(study)
+      // Kept across the run's batches of trials: the trial time and where each lane goes hold for all of them.
+      const clock = new TrialClock()
+      const lanes = new Lanes()
+      const send = (lane: number, trials: ReadonlyArray<Trial>) => {
+        const entityId = laneIdOf(runId, lane)
+        return run(
+          Effect.flatMap(TrialEntity.client, (client) => client(entityId).RunTrials({ runId, study: ref, trials })).pipe(
+            Effect.tap(() => Effect.sync(() => answered.push(messageIdOf(entityId, requestKeyOf(runId, trials.map((trial) => trial.key))))))
+          )
+        )
+      }
       return {
-        run: (trials) =>
-          run(
-            Effect.gen(function* () {
-              const client = yield* TrialEntity.client
-              return yield* Effect.forEach(trials, (trial): Effect.Effect<TrialResult, unknown> => client(trial.key).RunTrial({ runId, study: ref, trial }), { concurrency: IN_FLIGHT })
-            })
-          ).catch((cause: unknown) => {
-            throw new RunnerFailed({ message: cause instanceof Error ? cause.message : String(cause) })
-          }),
+        run: (trials) => runBatches(trials, { send, clock, lanes, live: () => run(PgResults.liveWorkers(LOCK_EXPIRY_SECONDS)) }),
         close: () => Promise.resolve()
       }
     },

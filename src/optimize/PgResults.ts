@@ -71,21 +71,36 @@ const resultOf = (row: ResultRow): TrialResult => {
 }
 
 /** The stored result of a job key, whichever run or worker wrote it. */
-export const storedResult = (key: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<ResultRow>`SELECT * FROM optimize_results WHERE job_key = ${key}`).pipe(
-    Effect.map((rows) => (rows[0] === undefined ? undefined : resultOf(rows[0])))
-  )
+export const storedResult = (key: string) => Effect.map(storedResults([key]), (stored) => stored.get(key))
 
-/** Writes a trial's result unless its key has one, and answers with the stored one: the first writer's result wins everywhere. */
-export const writeResult = (trial: Trial, result: TrialResult, worker: string) =>
+/** The stored results of these job keys (at most `MAX_BATCH`, a batch's), by key; a key without one is absent. */
+export const storedResults = (keys: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    keys.length === 0 ? Effect.succeed([]) : sql<ResultRow>`SELECT * FROM optimize_results WHERE job_key IN ${sql.in(keys)}`
+  ).pipe(Effect.map((rows) => new Map(rows.map((row) => [row.job_key, resultOf(row)] as const))))
+
+/**
+ * Writes the trials' results, each unless its key has one, in one statement, and answers with the
+ * stored ones by key: the first writer's result wins everywhere.
+ */
+export const writeResults = (trials: ReadonlyArray<Trial>, results: ReadonlyArray<TrialResult>, worker: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const inserted = yield* sql<ResultRow>`INSERT INTO optimize_results (job_key, params, from_ms, to_ms, metrics, error, worker)
-      VALUES (${trial.key}, ${trial.params}, ${trial.fromMs}, ${trial.toMs}, ${result.metrics === undefined ? null : JSON.stringify(result.metrics)}, ${result.error ?? null}, ${worker})
-      ON CONFLICT (job_key) DO NOTHING RETURNING *`
-    // No row back: another writer had the key first, and its row is the answer.
-    if (inserted[0] !== undefined) return resultOf(inserted[0])
-    return (yield* storedResult(trial.key)) ?? result
+    const rows = trials.map((trial, i) => ({
+      job_key: trial.key,
+      params: trial.params,
+      from_ms: trial.fromMs,
+      to_ms: trial.toMs,
+      metrics: results[i]!.metrics === undefined ? null : JSON.stringify(results[i]!.metrics),
+      error: results[i]!.error ?? null,
+      worker
+    }))
+    const inserted = yield* sql<ResultRow>`INSERT INTO optimize_results ${sql.insert(rows)} ON CONFLICT (job_key) DO NOTHING RETURNING *`
+    const stored = new Map(inserted.map((row) => [row.job_key, resultOf(row)] as const))
+    // A key with no row back had another writer first, and its row is the answer.
+    const others = trials.filter((trial) => !stored.has(trial.key)).map((trial) => trial.key)
+    for (const [key, result] of yield* storedResults(others)) stored.set(key, result)
+    return stored
   })
 
 export const putDataset = (dataHash: string, intervalMs: number, csv: string) =>

@@ -41,6 +41,9 @@ interface Batch {
   readonly reject: (error: Error) => void
 }
 
+/** Trials in flight per worker thread: the next waits in its queue while it runs one, so it never idles while this thread answers. */
+const QUEUED_PER_THREAD = 2
+
 /**
  * Starts `threads` workers and waits until each has prepared the job; fails with the job's
  * own problem (an unknown strategy, unreadable data) when they cannot. One batch runs at a time.
@@ -60,11 +63,21 @@ export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<Trial
       batch?.reject(error)
       batch = undefined
     }
+    const queued = new Map<Worker, number>()
+    /**
+     * Tops the worker's queue up; near the batch's end to one trial: a trial queued behind
+     * another while a worker idles would hold the batch up.
+     */
     const feed = (worker: Worker) => {
-      const current = batch
-      if (current === undefined || current.next >= current.trials.length) return
-      const slot = current.next++
-      worker.postMessage({ slot, trial: current.trials[slot] })
+      for (;;) {
+        const current = batch
+        if (current === undefined || current.next >= current.trials.length) return
+        const depth = current.trials.length - current.next >= workers.length ? QUEUED_PER_THREAD : 1
+        if ((queued.get(worker) ?? 0) >= depth) return
+        const slot = current.next++
+        queued.set(worker, (queued.get(worker) ?? 0) + 1)
+        worker.postMessage({ slot, trial: current.trials[slot] })
+      }
     }
     const runner: TrialRunner = {
       run: (trials) =>
@@ -92,6 +105,7 @@ export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<Trial
           }
           return
         }
+        queued.set(worker, queued.get(worker)! - 1)
         const current = batch
         if (current === undefined) return
         current.results[message.slot] = message.result

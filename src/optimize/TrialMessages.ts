@@ -1,5 +1,5 @@
 /**
- * The cluster's trial messages, as a worker reads a request and a run reads its answer.
+ * The cluster's trial messages, as a worker reads a batch's request and a run reads its answer.
  *
  * Both come out of the cluster's Postgres, which anything holding its URL can write, so each
  * field is read to the exact form svcbot writes and a message that is not is refused whole
@@ -14,6 +14,7 @@ import { DecimalFromString } from "../domain/DecimalSchema.js"
 import { canonicalParams } from "../domain/Hash.js"
 import { parse } from "../domain/Json.js"
 import { PLUGIN_EXTENSIONS } from "../strategy/Loader.js"
+import { MAX_BATCH } from "./Batches.js"
 
 /** A SHA-256 as svcbot writes one (a trial key, a strategy's source hash, a dataset's content hash): 64 lowercase hex digits. */
 const Sha256Hex = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
@@ -27,6 +28,8 @@ const MAX_ASSETS = 64
 /** `metricsToJson` writes a few dozen. */
 const MAX_METRICS = 256
 const MAX_ERROR_LENGTH = 64 * 1024
+/** A worker's host:port: a host name is at most 253 characters. */
+const MAX_WORKER_LENGTH = 260
 
 /** What `--strategy` names: a shipped strategy's name, or the path of a plugin file (the worker checks its source hash before importing it). */
 const StrategyReference = Schema.String.pipe(
@@ -85,11 +88,28 @@ export type StudyRef = typeof StudyRef.Type
 
 const TrialMessage = Schema.Struct({ key: Sha256Hex, params: CanonicalParams, fromMs: Millis, toMs: Millis })
 
-/** A trial's request: the run that asks, the study and the trial. */
-export const TrialRequest = Schema.Struct({ runId: Schema.Int.pipe(Schema.positive()), study: StudyRef, trial: TrialMessage })
+/** A batch of trials' request: the run that asks, the study and the trials (`Batches.ts` sizes it). */
+export const TrialsRequest = Schema.Struct({
+  runId: Schema.Int.pipe(Schema.positive()),
+  study: StudyRef,
+  trials: Schema.Array(TrialMessage).pipe(Schema.minItems(1), Schema.maxItems(MAX_BATCH))
+})
 
 export const TrialAnswer = Schema.Struct({
   key: Sha256Hex,
   metrics: Schema.optionalWith(RecordOf(/^[A-Za-z][A-Za-z0-9]{0,63}$/, "a metric's name", Schema.Union(DecimalText, Schema.Number, Schema.Null), MAX_METRICS), { exact: true }),
   error: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(MAX_ERROR_LENGTH)), { exact: true })
 })
+
+/**
+ * A batch's answer: a result for each trial asked, the worker that answered (its host:port, which
+ * tells the run where the batch's lane goes), and how many trials it ran and in how many
+ * milliseconds (those it found stored it did not run), from which the run sizes later batches.
+ */
+export const TrialsAnswer = Schema.Struct({
+  worker: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_WORKER_LENGTH)),
+  ran: Schema.Int.pipe(Schema.between(0, MAX_BATCH)),
+  ms: Schema.Number.pipe(Schema.finite(), Schema.nonNegative()),
+  results: Schema.Array(TrialAnswer).pipe(Schema.maxItems(MAX_BATCH))
+})
+export type TrialsAnswer = typeof TrialsAnswer.Type

@@ -32,17 +32,17 @@ const missing = "missing" in tools ? tools.missing : undefined
 if (missing !== undefined) console.warn(`skipping the cluster trust tests: ${missing}`)
 
 /** The trial entity as a careless or hostile sender sees it: any strings and numbers go. */
-const LaxRunTrial = Rpc.make("RunTrial", {
+const LaxRunTrials = Rpc.make("RunTrials", {
   payload: {
     runId: Schema.Number,
     study: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-    trial: Schema.Struct({ key: Schema.String, params: Schema.String, fromMs: Schema.Number, toMs: Schema.Number })
+    trials: Schema.Array(Schema.Struct({ key: Schema.String, params: Schema.String, fromMs: Schema.Number, toMs: Schema.Number }))
   },
   success: Schema.Unknown,
   error: WorkerUnfit,
-  primaryKey: ({ runId, trial }) => `${runId}/${trial.key}`
+  primaryKey: ({ runId, trials }) => `${runId}/${trials.map((trial) => trial.key).join(",")}`
 })
-const LaxTrialEntity = Entity.make("OptimizeTrial", [LaxRunTrial]).annotateRpcs(ClusterSchema.Persisted, true)
+const LaxTrialEntity = Entity.make("OptimizeTrial", [LaxRunTrials]).annotateRpcs(ClusterSchema.Persisted, true)
 
 const CSV = ["open_time_ms,open,high,low,close,volume", ...Array.from({ length: 50 }, (_, i) => `${1_704_067_200_000 + i * 60_000},100,101,99,100,1`)].join("\n") + "\n"
 const DATA_HASH = dataHashOf(Either.getOrThrow(parseCsv(CSV, { source: "test" })))
@@ -93,11 +93,11 @@ afterAll(() => {
 })
 
 let runId = 0
-/** Sends one trial request as written, and waits for the worker's answer. */
+/** Sends a batch of one trial as written, and waits for the worker's answer. */
 const send = (study: Record<string, unknown>, key: string) =>
   Effect.gen(function* () {
     const client = yield* LaxTrialEntity.client
-    return yield* client(key).RunTrial({ runId: ++runId, study, trial: { key, params: "{}", fromMs: 1_704_067_200_000, toMs: 1_704_070_200_000 } })
+    return yield* client(key).RunTrials({ runId: ++runId, study, trials: [{ key, params: "{}", fromMs: 1_704_067_200_000, toMs: 1_704_070_200_000 }] })
   }).pipe(
     Effect.timeout("60 seconds"),
     Effect.exit,

@@ -1,12 +1,13 @@
 /**
- * A cluster trial request and its answer are read to the exact form svcbot writes, field by
+ * A cluster batch request and its answer are read to the exact form svcbot writes, field by
  * field, and a message with any field out of that form is refused whole: the worker uses
  * none of it (a dataset hash becomes a file name, a strategy reference a file it imports).
  */
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { canonicalParams } from "../../src/domain/Hash.js"
-import { TrialAnswer, TrialRequest } from "../../src/optimize/TrialMessages.js"
+import { MAX_BATCH } from "../../src/optimize/Batches.js"
+import { TrialAnswer, TrialsAnswer, TrialsRequest } from "../../src/optimize/TrialMessages.js"
 
 const HASH = "a".repeat(64)
 const request = {
@@ -21,17 +22,18 @@ const request = {
     settleDelayMs: 50,
     schedule: "0 */4 * * *"
   },
-  trial: { key: HASH, params: canonicalParams({ fastPeriod: 5, slowPeriod: 20, entry: "market", quoteQty: "100" }), fromMs: 1_704_067_200_000, toMs: 1_704_672_000_000 }
+  trials: [{ key: HASH, params: canonicalParams({ fastPeriod: 5, slowPeriod: 20, entry: "market", quoteQty: "100" }), fromMs: 1_704_067_200_000, toMs: 1_704_672_000_000 }]
 }
 
-const decodeRequest = Schema.decodeUnknownEither(TrialRequest)
+const decodeRequest = Schema.decodeUnknownEither(TrialsRequest)
 const decodeAnswer = Schema.decodeUnknownEither(TrialAnswer)
+const decodeBatchAnswer = Schema.decodeUnknownEither(TrialsAnswer)
 
 /** The request with one field of the study or the trial replaced. */
 const withStudy = (field: string, value: unknown) => ({ ...request, study: { ...request.study, [field]: value } })
-const withTrial = (field: string, value: unknown) => ({ ...request, trial: { ...request.trial, [field]: value } })
+const withTrial = (field: string, value: unknown) => ({ ...request, trials: [...request.trials, { ...request.trials[0]!, [field]: value }] })
 
-describe("a cluster trial request", () => {
+describe("a cluster batch request", () => {
   it("is read as svcbot writes it: a shipped strategy's name or a plugin path, hashes, a pair, amounts, canonical params", () => {
     expect(decodeRequest(request)).toEqual(Either.right(request))
     for (const strategy of ["grid", "examples/strategies/breakout.ts", "/strategies/breakout.mjs", "./my plugins/ma.js"]) {
@@ -63,7 +65,9 @@ describe("a cluster trial request", () => {
     ["params beyond 64 KiB", withTrial("params", JSON.stringify({ pad: "x".repeat(70_000) }))],
     ["a slice time that is not an integer", withTrial("fromMs", 1.5)],
     ["a negative slice time", withTrial("toMs", -1)],
-    ["a run id that is not positive", { ...request, runId: 0 }]
+    ["a run id that is not positive", { ...request, runId: 0 }],
+    ["no trials", { ...request, trials: [] }],
+    [`more than ${MAX_BATCH} trials`, { ...request, trials: Array.from({ length: MAX_BATCH + 1 }, () => request.trials[0]) }]
   ]
   for (const [what, message] of refused) {
     it(`is refused whole with ${what}`, () => {
@@ -87,6 +91,26 @@ describe("a cluster trial answer", () => {
       { key: HASH, error: "x".repeat(64 * 1024 + 1) }
     ]) {
       expect(Either.isLeft(decodeAnswer(answer)), JSON.stringify(answer).slice(0, 80)).toBe(true)
+    }
+  })
+})
+
+describe("a cluster batch answer", () => {
+  const answer = { worker: "10.0.0.7:34431", ran: 1, ms: 35.5, results: [{ key: HASH, error: "no candles open in the slice" }] }
+
+  it("is read with the worker, the trials it ran, their time and a result per trial", () => {
+    expect(decodeBatchAnswer(answer)).toEqual(Either.right(answer))
+  })
+
+  it("is refused with a time that is negative or not finite, a count beyond a batch, or a result that is not one", () => {
+    for (const wrong of [
+      { ...answer, ms: -1 },
+      { ...answer, ms: Number.POSITIVE_INFINITY },
+      { ...answer, ran: MAX_BATCH + 1 },
+      { ...answer, worker: "" },
+      { ...answer, results: [{ key: "../x" }] }
+    ]) {
+      expect(Either.isLeft(decodeBatchAnswer(wrong)), JSON.stringify(wrong).slice(0, 80)).toBe(true)
     }
   })
 })
