@@ -1,0 +1,186 @@
+/**
+ * `svcbot run` when its disk fails under it, as an operator meets it: a grid and a market maker
+ * trade on an external svc-venue with the database on a small tmpfs. When the tmpfs fills (a
+ * filler file takes what trading left), or is remounted read-only, `/healthz` turns not ready
+ * naming the file and the cause, `storage.failed` is logged once, and nothing is placed while it
+ * lasts; once the tmpfs grows or is writable again the daemon is ready and trades again on its
+ * own, and its ledger comes to equal the venue's fills. A SIGTERM while the disk is full cancels
+ * the open orders from memory and exits 0. Figures printed: lines logged per minute while the
+ * disk is full, seconds to not ready, seconds to ready once space returns.
+ *
+ * Mounting needs root (CI runs as root); where the mount is refused the tests skip, saying why.
+ */
+import { execFileSync } from "node:child_process"
+import { closeSync, mkdtempSync, openSync, writeFileSync, writeSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import { events, freeLoopbackPort, healthz, killAll, pollUntil, query, svcbot, type Run } from "../support/daemon.js"
+import { startVenue, type TestVenue } from "../support/venue.js"
+
+afterAll(killAll)
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  killAll()
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const GRID = { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 500, params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002" }, allocation: { USDT: "10000", BTC: "0.1" } }
+const MM = { id: "mm", strategy: "market-maker", symbol: "ETHUSDT", pollMs: 500, params: { halfSpreadBps: 15, orderQty: "0.05", maxInventory: "0.5", skewBps: 20, requoteBps: 5 }, allocation: { USDT: "5000", ETH: "2" } }
+
+const mountTmpfs = (size: string): string | { readonly refused: string } => {
+  const mountPoint = mkdtempSync(join(tmpdir(), "svcbot-storage-"))
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", mountPoint], { stdio: "pipe" })
+  } catch (error) {
+    return { refused: `mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}` }
+  }
+  cleanups.push(() => void execFileSync("umount", ["-l", mountPoint], { stdio: "pipe" }))
+  return mountPoint
+}
+
+const remount = (mountPoint: string, options: string): void => void execFileSync("mount", ["-o", `remount,${options}`, mountPoint], { stdio: "pipe" })
+
+/** Writes a file until the tmpfs has no room left: what trading would have done a little later. */
+const fillUp = (path: string): void => {
+  const fd = openSync(path, "w")
+  const chunk = Buffer.alloc(4096, 0x5a)
+  try {
+    for (;;) writeSync(fd, chunk)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error
+  } finally {
+    closeSync(fd)
+  }
+}
+
+interface Setup {
+  readonly v: TestVenue
+  readonly run: Run
+  readonly dbPath: string
+  readonly mountPoint: string
+  readonly health: string
+}
+
+const start = async (mountPoint: string): Promise<Setup> => {
+  const v = await startVenue({ tape: { kind: "synthetic", seed: 11 }, tickMs: 200, settleMs: 20 })
+  cleanups.push(() => v.close())
+  const dir = mkdtempSync(join(tmpdir(), "svcbot-storage-config-"))
+  const dbPath = join(mountPoint, "svcbot.db")
+  const port = await freeLoopbackPort()
+  const configPath = join(dir, "config.json")
+  writeFileSync(configPath, JSON.stringify({ mode: "paper", venue: { embedded: false, baseUrl: v.url }, database: { path: dbPath }, health: { port }, heartbeatMs: 5000, strategies: [GRID, MM] }))
+  const run = svcbot(["run", "--config", configPath], { SVC_API_KEY: v.keyId, SVC_API_SECRET: v.secret })
+  const health = `http://127.0.0.1:${port}/healthz`
+  await pollUntil(async () => ((await healthz(health))?.status === 200 ? true : undefined), 90_000, "ready", 100)
+  await pollUntil(async () => (count(run, "order.accepted") >= 6 ? true : undefined), 60_000, "orders accepted", 100)
+  return { v, run, dbPath, mountPoint, health }
+}
+
+const count = (run: Run, event: string): number => events(run).filter((e) => e.event === event).length
+
+/** Polls /healthz until `holds` is true of its answer; returns the seconds it took from `since`. */
+const healthUntil = async (url: string, what: string, timeoutMs: number, since: number, holds: (status: number, body: string) => boolean): Promise<{ seconds: number; body: string }> => {
+  const answer = await pollUntil(async () => {
+    const current = await healthz(url)
+    return current !== undefined && holds(current.status, current.body) ? current : undefined
+  }, timeoutMs, what, 50)
+  return { seconds: (Date.now() - since) / 1000, body: answer.body }
+}
+
+const openOnVenue = async (v: TestVenue) =>
+  ((await v.admin("GET", `/_venue/orders?uid=${v.uid}`)).orders as Array<{ clientOrderId: string; kind: string }>).filter((o) => o.kind === "resting" || o.kind === "pending")
+const venueOrderCount = async (v: TestVenue) => ((await v.admin("GET", `/_venue/orders?uid=${v.uid}`)).orders as Array<unknown>).length
+const venueFillIds = async (v: TestVenue) => ((await v.admin("GET", `/_venue/fills?uid=${v.uid}`)).fills as Array<{ fillId: string }>).map((f) => f.fillId).sort()
+const ledgerFillIds = (dbPath: string) => query<{ fill_id: string }>(dbPath, "SELECT fill_id FROM fills ORDER BY fill_id").map((row) => row.fill_id)
+
+/**
+ * The fault as the daemon meets it: health names the file and `cause` within the bound, one
+ * `storage.failed`, and no placement while it lasts (`holdMs`). Returns the figures.
+ */
+const expectStoppedSafely = async (s: Setup, cause: RegExp, faultAt: number, holdMs: number) => {
+  const notReady = await healthUntil(s.health, `not ready naming ${s.dbPath}`, 5_000 + 5_000, faultAt, (status, body) => status === 503 && body.includes(`database ${s.dbPath}`) && cause.test(body))
+  // Placements in flight when the fault came are answered; from a second after, none is sent.
+  await new Promise((done) => setTimeout(done, 1000))
+  const linesBefore = s.run.lines.length
+  const ordersBefore = await venueOrderCount(s.v)
+  const submittedBefore = count(s.run, "order.submitted")
+  await new Promise((done) => setTimeout(done, holdMs))
+  const window = s.run.lines.slice(linesBefore)
+  const linesPerMinute = (window.length * 60_000) / holdMs
+  const byEvent: Record<string, number> = {}
+  for (const line of window) {
+    const event = String((JSON.parse(line) as { event?: unknown }).event)
+    byEvent[event] = (byEvent[event] ?? 0) + 1
+  }
+  console.log(`lines in ${holdMs / 1000} s of the fault, by event: ${JSON.stringify(byEvent)}`)
+  expect(await venueOrderCount(s.v), "orders placed on the venue while the storage failed").toBe(ordersBefore)
+  expect(count(s.run, "order.submitted"), "placements marked for sending while the storage failed").toBe(submittedBefore)
+  expect(count(s.run, "storage.failed")).toBe(1)
+  expect(s.run.child.exitCode).toBeNull()
+  expect(events(s.run).filter((e) => e.event === "reconcile.mismatch"), "the fault is the storage's, not a disagreement with the exchange").toEqual([])
+  return { secondsToNotReady: notReady.seconds, linesPerMinute, reasons: JSON.parse(notReady.body).reasons as Array<string> }
+}
+
+/** Once the storage takes writes: ready within the bound, trading again, and the ledger equal to the venue's fills. */
+const expectRecovered = async (s: Setup, restoredAt: number) => {
+  const ready = await healthUntil(s.health, "ready again", 30_000, restoredAt, (status) => status === 200)
+  const accepted = count(s.run, "order.accepted")
+  await pollUntil(async () => (count(s.run, "order.accepted") > accepted ? true : undefined), 30_000, "an order accepted after the storage recovered", 100)
+  expect(count(s.run, "storage.recovered")).toBeGreaterThanOrEqual(1)
+  const venueFills = await pollUntil(
+    async () => {
+      const fromVenue = await venueFillIds(s.v)
+      return fromVenue.length > 0 && JSON.stringify(fromVenue) === JSON.stringify(ledgerFillIds(s.dbPath)) ? fromVenue : undefined
+    },
+    60_000,
+    "the ledger to equal the venue's fills"
+  )
+  return { secondsToReady: ready.seconds, fills: venueFills.length }
+}
+
+describe("svcbot run on a disk that fails under it", () => {
+  it("a tmpfs that fills: stops placing and says so, resumes when it grows, and a SIGTERM on a full disk cancels and exits 0", async (context) => {
+    const mounted = mountTmpfs("16m")
+    if (typeof mounted !== "string") return context.skip(mounted.refused)
+    const s = await start(mounted)
+
+    fillUp(join(mounted, "filler"))
+    const fullAt = Date.now()
+    const full = await expectStoppedSafely(s, /disk full/, fullAt, 20_000)
+    console.log(`disk full: not ready after ${full.secondsToNotReady.toFixed(2)} s, ${full.linesPerMinute.toFixed(0)} lines per minute while full; reasons: ${JSON.stringify(full.reasons)}`)
+
+    remount(mounted, "size=64m")
+    const grown = await expectRecovered(s, Date.now())
+    console.log(`disk grown: ready after ${grown.secondsToReady.toFixed(2)} s, ledger equal to the venue's ${grown.fills} fills`)
+
+    // Full again, then a stop: the engine cancels what it knows from memory and exits 0.
+    fillUp(join(mounted, "filler-2"))
+    await healthUntil(s.health, "not ready again", 10_000, Date.now(), (status, body) => status === 503 && body.includes("disk full"))
+    expect((await openOnVenue(s.v)).length).toBeGreaterThan(0)
+    s.run.child.kill("SIGTERM")
+    const code = await s.run.exit
+    const report = events(s.run).find((e) => e.event === "engine.stop-incomplete" || e.event === "engine.stopped")
+    console.log(`SIGTERM on a full disk: exit ${code}, ${JSON.stringify(report)}`)
+    expect(code, s.run.stderr.join("")).toBe(0)
+    expect(await openOnVenue(s.v)).toEqual([])
+  }, 300_000)
+
+  it("a read-only remount mid-run: stops placing and says so, resumes once writable", async (context) => {
+    const mounted = mountTmpfs("64m")
+    if (typeof mounted !== "string") return context.skip(mounted.refused)
+    const s = await start(mounted)
+    try {
+      remount(mounted, "ro")
+    } catch (error) {
+      return context.skip(`remounting the tmpfs read-only under a running svcbot is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}`)
+    }
+    const readOnly = await expectStoppedSafely(s, /read-only|I\/O error/, Date.now(), 10_000)
+    console.log(`read-only: not ready after ${readOnly.secondsToNotReady.toFixed(2)} s, ${readOnly.linesPerMinute.toFixed(0)} lines per minute; reasons: ${JSON.stringify(readOnly.reasons)}`)
+    remount(mounted, "rw")
+    const writable = await expectRecovered(s, Date.now())
+    console.log(`writable again: ready after ${writable.secondsToReady.toFixed(2)} s, ledger equal to the venue's ${writable.fills} fills`)
+    s.run.child.kill("SIGTERM")
+    expect(await s.run.exit).toBe(0)
+  }, 300_000)
+})
