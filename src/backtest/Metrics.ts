@@ -4,7 +4,7 @@
  * statistics over the equity marks and are computed in floating point: they are
  * estimates by nature and a float's 15 digits are plenty.
  */
-import { compare, Decimal, fromString, minus, plus, proRata, sign, toBounds, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, fromString, minus, plus, proRata, sign, times, toBounds, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
 import type { FillEvent } from "../strategy/Strategy.js"
 
 /** A fill of a run: what the strategy heard (`FillEvent`) and the venue's id of its order. */
@@ -101,19 +101,19 @@ class Lots {
       let taken: Decimal
       if (compare(lot.qty, remaining) <= 0) {
         taken = lot.cost
-        remaining = remaining.minus(lot.qty)
+        remaining = minus(remaining, lot.qty)
         lots.shift()
       } else {
         taken = proRata(lot.cost, remaining, lot.qty)
-        lot.cost = lot.cost.minus(taken)
-        lot.qty = lot.qty.minus(remaining)
+        lot.cost = minus(lot.cost, taken)
+        lot.qty = minus(lot.qty, remaining)
         remaining = ZERO
       }
-      costBasis = costBasis === undefined ? plus(taken, ZERO) : costBasis.plus(taken)
+      costBasis = costBasis === undefined ? plus(taken, ZERO) : plus(costBasis, taken)
     }
     // Base that no lot accounts for (e.g. a deposit) is taken at the fill price: no gain, no loss.
-    if (sign(remaining) > 0) costBasis = (costBasis ?? ZERO).plus(remaining.mul(fill.price))
-    return minus(fill.quoteQty, quoteFee).minus(costBasis ?? ZERO)
+    if (sign(remaining) > 0) costBasis = (costBasis ?? ZERO).plus(times(remaining, fill.price))
+    return minus(minus(fill.quoteQty, quoteFee), costBasis ?? ZERO)
   }
 }
 
@@ -184,15 +184,15 @@ export class MetricsRecorder {
       this.trades++
       if (sign(pnl) > 0) {
         this.wins++
-        this.grossProfit = this.grossProfit.plus(pnl)
+        this.grossProfit = plus(this.grossProfit, pnl)
       } else {
         // Less a loss is plus its size, without the copy `negated` makes.
-        this.grossLoss = this.grossLoss.minus(pnl)
+        this.grossLoss = minus(this.grossLoss, pnl)
       }
     }
-    this.turnover = this.turnover.plus(fill.quoteQty)
-    if (fill.feeAsset === this.start.quoteAsset) this.feesPaid = this.feesPaid.plus(fill.fee)
-    else if (fill.feeAsset === this.start.baseAsset) this.feesPaid = this.feesPaid.plus(fill.fee.mul(fill.price))
+    this.turnover = plus(this.turnover, fill.quoteQty)
+    if (fill.feeAsset === this.start.quoteAsset) this.feesPaid = plus(this.feesPaid, fill.fee)
+    else if (fill.feeAsset === this.start.baseAsset) this.feesPaid = plus(this.feesPaid, times(fill.fee, fill.price))
   }
 
   /** The equity at the next close. */
