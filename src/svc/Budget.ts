@@ -87,7 +87,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
        * Waits until no placement waits for admission. The sender takes its next placement only
        * then, so that which instance's placement goes next is chosen when the budget can let one
        * go: while the order budget binds, placements wait in the sender's turns, where every
-       * instance has its turn, not here, where the first to come goes first.
+       * instance has its turn, not here, where waiting placements go in the order they wake.
        */
       const placementTurn: Effect.Effect<void> = Effect.suspend(() => {
         if (placementsWaiting === 0) return Effect.void
