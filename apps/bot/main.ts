@@ -1,5 +1,6 @@
 /** svcbot: the trading daemon and its tools. Only composes commands from src/. */
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { runCli } from "../../src/cli/App.js"
 import { svcbotCommand } from "../../src/cli/Commands.js"

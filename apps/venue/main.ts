@@ -1,5 +1,6 @@
 /** svc-venue: the exchange on its own, with svcbot's help and usage errors. */
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect } from "effect"
 import { runCli } from "../../src/cli/App.js"
 import { venueCommand } from "../../src/venue/cli.js"

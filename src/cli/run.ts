@@ -7,7 +7,7 @@
  */
 import { existsSync } from "node:fs"
 import { Command, Options } from "@effect/cli"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { evidencePathOf } from "../config/Config.js"
 import { loadConfig } from "../config/Load.js"

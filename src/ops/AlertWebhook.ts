@@ -8,7 +8,8 @@
  * Hooking it up needs no call sites: `AlertWebhook.logHook` adds an Effect logger
  * that picks alert events out of the ordinary `logEvent` lines.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Chunk, Clock, Data, Duration, Effect, Fiber, FiberRef, FiberRefs, HashSet, Layer, Logger, LogLevel, Queue, Redacted, Ref, Schedule } from "effect"
 import { Decimal, toJsonNumber } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"

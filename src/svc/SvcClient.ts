@@ -17,7 +17,7 @@
  * What follows a failed attempt (a retry, a clock correction, reconciliation or the
  * failure) is decided by `decideRetry` of Retry.ts; admission by the Budget.
  */
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { type Clock, Effect, Either, Layer, Option, Random, Redacted, Schema, Stream } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { stringify } from "../domain/Json.js"

@@ -16,8 +16,8 @@
  * `venue.follow-lost` line per outage, polls backing off meanwhile, `venue.follow-resumed`
  * when it answers again, and the candles of the minutes missed fetched then.
  */
-import { HttpClient } from "@effect/platform"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Context, Data, Duration, Effect, Either, Layer, type Scope } from "effect"
 import { compact, sign, type Decimal } from "../domain/Decimal.js"
 import { parse } from "../domain/Json.js"

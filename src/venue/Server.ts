@@ -4,8 +4,12 @@
  * more than 64 KiB is drained and answered 413), hands the request to the synchronous
  * `Venue`, and writes its answer. Settlement and the tape run as scoped fibers.
  */
-import { HttpMiddleware, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Data, Duration, Effect, Schedule, type Scope } from "effect"
 import * as http from "node:http"
 import * as https from "node:https"

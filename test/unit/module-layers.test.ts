@@ -1,7 +1,9 @@
 /**
  * The shape of the source tree: no two modules import each other, however long the way round,
  * and `src/domain` (decimals, order states, intents, hashes) imports nothing above it, so every
- * other layer can use it without dragging in the client, the engine or the venue.
+ * other layer can use it without dragging in the client, the engine or the venue. The platform
+ * packages are imported module by module: their index loads every module of the package (HTTP
+ * servers, sockets, workers), about a second of CPU at every start of every svcbot process.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
@@ -83,5 +85,14 @@ describe("module layers", () => {
   it("keeps src/domain free of imports from above it", () => {
     const upward = [...graph].filter(([file]) => file.startsWith("domain/")).flatMap(([file, imports]) => imports.filter((to) => !to.startsWith("domain/")).map((to) => `${file} -> ${to}`))
     expect(upward).toEqual([])
+  })
+
+  it("imports @effect/platform and @effect/platform-node module by module, never through their index", () => {
+    const files = [...sourceFiles(SRC), ...sourceFiles(resolve(SRC, "../apps"))]
+    const whole = files.flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/(?:^|\n)\s*import\s+(?!type\b)[^"']*?\bfrom\s*["'](@effect\/platform(?:-node)?)["']/g)].map((m) => `${relative(SRC, file)} imports ${m[1]}`)
+    )
+    expect(files.length).toBeGreaterThan(100)
+    expect(whole).toEqual([])
   })
 })
