@@ -7,7 +7,7 @@
  * plainly what the database does not record. No secret is stored there, and
  * nothing from the config is printed beyond instance ids and symbols.
  */
-import { existsSync } from "node:fs"
+import { existsSync, statfsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Command, Options } from "@effect/cli"
 import type BetterSqlite3 from "better-sqlite3"
@@ -95,8 +95,32 @@ export interface PnlStatus {
   readonly balances: Readonly<Record<string, string>> | null
 }
 
+/** How much room the database takes and has: its file and write-ahead log, and what its file system has free. */
+export interface DatabaseSize {
+  readonly fileBytes: number
+  readonly walBytes: number
+  /** Free to an unprivileged writer on the database's file system; null where it cannot be read. */
+  readonly freeBytes: number | null
+}
+
+/** The size of the database at `path` and the room left beside it (a file that is gone counts 0). */
+export const databaseSize = (path: string): DatabaseSize => {
+  const bytesOf = (file: string) => statSync(file, { throwIfNoEntry: false })?.size ?? 0
+  let freeBytes: number | null = null
+  try {
+    const fs = statfsSync(path)
+    freeBytes = fs.bavail * fs.bsize
+  } catch {
+    // A file system that cannot say (or a path that is gone): the size alone is still worth showing.
+  }
+  return { fileBytes: bytesOf(path), walBytes: bytesOf(`${path}-wal`), freeBytes }
+}
+
+const megabytes = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`
+
 export interface StatusReport {
   readonly database: string
+  readonly databaseSize: DatabaseSize
   readonly at: string
   readonly day: string
   readonly strategies: ReadonlyArray<StrategyStatus>
@@ -315,6 +339,7 @@ export const readStatus = (db: BetterSqlite3.Database, path: string, now: number
 
   return {
     database: path,
+    databaseSize: databaseSize(path),
     at: iso(now)!,
     day: iso(dayStart)!.slice(0, 10),
     strategies,
@@ -367,6 +392,8 @@ export const renderStatus = (report: StatusReport): string => {
   const prices = report.lastPrices.map((p) => `${p.symbol} ${p.price} (${p.at})`).join(", ")
   return [
     `svcbot status  ${report.at}  database ${report.database}`,
+    `Database size ${megabytes(report.databaseSize.fileBytes + report.databaseSize.walBytes)} (file ${megabytes(report.databaseSize.fileBytes)}, write-ahead log ${megabytes(report.databaseSize.walBytes)})` +
+      (report.databaseSize.freeBytes === null ? "" : `, ${megabytes(report.databaseSize.freeBytes)} free on its file system`),
     "",
     "Strategy instances",
     table(
