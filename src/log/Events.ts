@@ -25,7 +25,7 @@ export const EventCatalog = define({
   "engine.stop-incomplete": {
     level: "warn",
     meaning:
-      "the engine's graceful stop ran out of its bound (stopWithinMs) or of the rate budget before its work was done; carries what it left for the next start, whose reconcile finishes it: unsentIntents, placementsInDoubt (sent, answer not heard), ordersLeftOpen (cancel not confirmed), fillsSynced false; or, for a stop during start-up, the journal could not be opened (error). The exit code stays 0"
+      "the engine's graceful stop ran out of its bound (stopWithinMs) or of the rate budget before its work was done; carries what it left for the next start, whose reconcile finishes it: unsentIntents, placementsInDoubt (sent, answer not heard), ordersLeftOpen (cancel not confirmed), fillsSynced false, notRecorded (orders whose last changes a failing storage refused, with storage naming the file and the cause: the stop worked from memory); or, for a stop during start-up, the journal could not be opened (error). The exit code stays 0"
   },
   "config.invalid": { level: "error", meaning: "the configuration failed validation; every problem is listed by field" },
   "config.loaded": { level: "info", meaning: "the configuration was read and validated" },
