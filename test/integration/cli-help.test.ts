@@ -1,35 +1,20 @@
 /**
  * svcbot's help, as users get it: the built CLI spawned with --help (program name in the usage
  * line, examples, defaults, no escape codes when piped), and every command of the real command
- * tree rendered and its examples parsed. The tree comes from apps/bot/main.ts itself: runCli is
- * mocked only to capture the root command main.ts hands it.
+ * tree rendered and its examples parsed. The tree is the one apps/bot/main.ts runs for a command
+ * line naming no subcommand: every subcommand.
  */
-import type { Command } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 import { existsSync } from "node:fs"
-import { afterAll, describe, expect, it, vi } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { killAll, svcbot } from "../support/daemon.js"
 import { request } from "../../src/cli/App.js"
+import { svcbotCommand } from "../../src/cli/Commands.js"
 import { allCommands, commandTree, renderHelp, styleFor } from "../../src/cli/Help.js"
 
-const captured = vi.hoisted(() => ({ root: undefined as Command.Command<string, unknown, unknown, unknown> | undefined }))
-
-vi.mock("../../src/cli/App.js", async (importOriginal) => {
-  const app = await importOriginal<typeof import("../../src/cli/App.js")>()
-  const { Effect } = await import("effect")
-  return {
-    ...app,
-    runCli: (root: Command.Command<string, unknown, unknown, unknown>) => {
-      captured.root = root
-      return () => Effect.void
-    }
-  }
-})
-
-await import("../../apps/bot/main.js")
-const root = captured.root!
+const root = await svcbotCommand([])
 const tree = commandTree(root.descriptor)
 const leaves = allCommands(tree).filter((command) => command.children.length === 0)
 const plain = { width: 100, color: false }
