@@ -226,6 +226,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         }
       })
 
+    /** A row read from the table as the journal holds it now: in memory when unfinished, or changed while the storage refused writes. */
+    const current = (raw: RawOrder): OrderRow => open.get(raw.order_id) ?? backlogRows.get(raw.order_id) ?? toRow(raw)
+
     const getById = (orderId: number): OrderRow => {
       const held = open.get(orderId) ?? backlogRows.get(orderId)
       if (held !== undefined) return held
@@ -339,7 +342,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
 
     const latestByTag = (strategyId: string, tag: string): OrderRow | undefined => {
       const raw = q.latestByTag.get(strategyId, tag) as RawOrder | undefined
-      return raw === undefined ? undefined : (open.get(raw.order_id) ?? toRow(raw))
+      return raw === undefined ? undefined : current(raw)
     }
 
     const unfinished = (): ReadonlyArray<OrderRow> => [...open.values()]
@@ -496,13 +499,14 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
         Effect.sync(() => {
           const held = openByClientOrderId.get(clientOrderId)
           if (held !== undefined) return held
+          for (const row of backlogRows.values()) if (row.clientOrderId === clientOrderId) return row
           const raw = q.byClientOrderId.get(clientOrderId) as RawOrder | undefined
           return raw === undefined ? undefined : toRow(raw)
         }),
       byIntent: (intentId: string): Effect.Effect<OrderRow | undefined> =>
         Effect.sync(() => {
           const raw = q.byIntent.get(intentId) as RawOrder | undefined
-          return raw === undefined ? undefined : (open.get(raw.order_id) ?? toRow(raw))
+          return raw === undefined ? undefined : current(raw)
         }),
       /** The strategy's most recent order with this tag. */
       latestByTag: (strategyId: string, tag: string): Effect.Effect<OrderRow | undefined> => Effect.sync(() => latestByTag(strategyId, tag)),
@@ -516,7 +520,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
             : unfinished().filter((row) => states.includes(row.state))
         ),
       forStrategy: (strategyId: string): Effect.Effect<ReadonlyArray<OrderRow>> =>
-        Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map((raw) => open.get(raw.order_id) ?? toRow(raw))),
+        Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map(current)),
       /** Every order that has not reached a terminal state, of all strategies and external ones. */
       unfinished: Effect.sync(unfinished),
       all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(toRow)),

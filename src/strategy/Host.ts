@@ -23,7 +23,7 @@ import { logEvent } from "../log/Logger.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import { waitingOutStorage } from "../store/StorageHealth.js"
-import { type HostEvent, Inbox, isMarketData, missedEvents, type OutcomeEvent } from "./Inbox.js"
+import { type HostEvent, Inbox, isMomentary, missedEvents, type OutcomeEvent } from "./Inbox.js"
 import { StrategyStateStore } from "./StateStore.js"
 import {
   deserializeState,
@@ -145,7 +145,7 @@ export const runInstance = (
     const ledger = yield* FillLedger
     const { definition } = spec
     const { storage } = store
-    // A paused instance, or one whose database refuses writes, is given no market data.
+    // A paused instance, or one whose database refuses writes, is given no market data and no timers.
     const inbox = new Inbox(() => pausedFor !== undefined || storage.fault !== undefined)
     // Whoever waits for room is let go; what comes after the stop is not handled.
     yield* Effect.addFinalizer(() => Effect.sync(() => inbox.stop()))
@@ -410,13 +410,13 @@ export const runInstance = (
     })
 
     /**
-     * The storage refuses writes: the events not handled yet wait ahead of what comes (market data
-     * is dropped: it would be stale by then) until it takes writes again. Then what could not be
+     * The storage refuses writes: the order updates and fills not handled yet wait ahead of what
+     * comes (market data and timers are dropped: they would be stale by then) until it takes writes again. Then what could not be
      * journaled is submitted and what could not be saved is saved, in the order it came.
      */
     const waitForStorage = (rest: ReadonlyArray<HostEvent>) =>
       Effect.gen(function* () {
-        inbox.pushFirst(rest.filter((event) => !isMarketData(event)))
+        inbox.pushFirst(rest.filter((event) => !isMomentary(event)))
         for (;;) {
           yield* storage.awaitWritable
           const pending = unsubmitted.splice(0)

@@ -1,8 +1,8 @@
 /**
  * A strategy instance's inbox: the events waiting for its handlers, and what a
  * restored instance missed while it did not run. The host's event loop takes
- * everything waiting in one go; deliveries wait for room, market data a paused
- * instance is given is dropped as it is given.
+ * everything waiting in one go; deliveries wait for room, market data and timers
+ * a paused instance is given are dropped as they are given.
  */
 import { Effect } from "effect"
 import { fillEventOf } from "../daemon/FillEvents.js"
@@ -20,8 +20,11 @@ export type HostEvent =
 /** What became of an order: a final update or a fill, each handed to its instance once. */
 export type OutcomeEvent = Extract<HostEvent, { readonly _tag: "OrderUpdate" | "Fill" }>
 
-/** Market data: what a paused instance is not given, and what it would decide on stale when it resumed. */
-export const isMarketData = (event: HostEvent): boolean => event._tag === "Candle" || event._tag === "Ticker"
+/**
+ * Market data and timers: what matters only when it comes. A paused instance is not given them:
+ * handled after a pause it would act on stale prices, or on every schedule it missed at once.
+ */
+export const isMomentary = (event: HostEvent): boolean => event._tag !== "OrderUpdate" && event._tag !== "Fill"
 
 /**
  * What a restored instance missed, as events in the order they came about: each final update
@@ -73,7 +76,7 @@ export class Inbox {
   private readonly room = Effect.unsafeMakeLatch(true)
   private stopped = false
 
-  /** `paused` says whether the instance is paused now: its market data is then dropped as it is given. */
+  /** `paused` says whether the instance is paused now: its market data and timers are then dropped as they are given. */
   constructor(private readonly paused: () => boolean) {}
 
   /** The instance stopped: whoever waits for room is let go, and what comes after is not handled. */
@@ -98,11 +101,11 @@ export class Inbox {
   }
 
   /**
-   * Queues an event if there is room. Market data a paused instance is given is dropped here, not
-   * when the loop next takes it, so that a resume soon after cannot let it through.
+   * Queues an event if there is room. Market data and timers a paused instance is given are dropped
+   * here, not when the loop next takes them, so that a resume soon after cannot let them through.
    */
   offer(event: HostEvent): boolean {
-    if (this.stopped || (isMarketData(event) && this.paused())) return true
+    if (this.stopped || (isMomentary(event) && this.paused())) return true
     if (this.events.length >= QUEUE_CAPACITY) return false
     this.push(event)
     return true
