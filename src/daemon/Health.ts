@@ -6,7 +6,8 @@
  *
  * Reasons come from checks that read the state of the parts that own it (the
  * client's view of the key and the venue, the engine's placement blocks, kill
- * switches and lost orders, the strategy instances' pauses), so health turns
+ * switches and lost orders, the strategy instances' pauses, the storage of the
+ * database files), so health turns
  * ready again on its own when the cause clears. The one reason that has no state
  * to read, a reconcile mismatch the engine could not resolve, is taken off the
  * log stream and holds until the daemon restarts.
