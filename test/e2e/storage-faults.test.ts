@@ -99,7 +99,7 @@ const ledgerFillIds = (dbPath: string) => query<{ fill_id: string }>(dbPath, "SE
  * `storage.failed`, and no placement while it lasts (`holdMs`). Returns the figures.
  */
 const expectStoppedSafely = async (s: Setup, cause: RegExp, faultAt: number, holdMs: number) => {
-  // The bound is the issue's 5 s with room for a loaded machine; the seconds it took are printed.
+  // The goal is 5 s; the bound leaves room for a loaded machine, and the seconds it took are printed.
   const notReady = await healthUntil(s.health, `not ready naming ${s.dbPath}`, 10_000, faultAt, (status, body) => status === 503 && body.includes(`database ${s.dbPath}`) && cause.test(body))
   // Placements in flight when the fault came are answered; from a second after, none is sent.
   await new Promise((done) => setTimeout(done, 1000))
