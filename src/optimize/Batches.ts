@@ -2,9 +2,9 @@
  * How trials are cut into the batches a cluster message carries, and over which lanes they go.
  *
  * A batch carries about a second of work (`BATCH_WORK_MS`), sized from the trial time the
- * workers measured and reported, so that a message's round trip through Postgres is small
+ * workers measured and reported, so that a message's round trips through Postgres are small
  * beside the work it carries. Near the end of a run the batches shrink (guided
- * self-scheduling: at most half an even share of what is left per lane), so that the workers
+ * self-scheduling: at most an even share of what is left per lane), so that the workers
  * finish together instead of one running a last full second while the others wait.
  *
  * A lane is an entity of the trial entity type: the library routes an entity to the worker
@@ -41,14 +41,15 @@ export class TrialClock {
 
 /**
  * How many of the `remaining` trials the next batch of one of `lanes` lanes takes: one while the
- * trial time is unknown (its answer tells it), else about a second's worth, bounded by half an
- * even share of what is left.
+ * trial time is unknown (its answer tells it), else about a second's worth, bounded by an even
+ * share of what is left: a worker has two lanes, so it holds at most two shares when the others
+ * run out.
  */
 export const batchSize = (msPerTrial: number | undefined, remaining: number, lanes: number): number => {
   if (remaining <= 0) return 0
   if (msPerTrial === undefined) return 1
   const aSecond = Math.floor(BATCH_WORK_MS / Math.max(msPerTrial, 1e-3))
-  const share = Math.ceil(remaining / (2 * Math.max(1, lanes)))
+  const share = Math.ceil(remaining / Math.max(1, lanes))
   return Math.max(1, Math.min(aSecond, share, MAX_BATCH, remaining))
 }
 

@@ -330,6 +330,7 @@ const runBatches = async (trials: ReadonlyArray<Trial>, { send, clock, lanes, li
   if (trials.length === 0) return []
   const workers = await live()
   const results = new Map<string, TrialResult>()
+  const asked = new Set(trials.map((trial) => trial.key)).size
   const active = new Set<number>()
   let next = 0
   return new Promise((resolve, reject) => {
@@ -346,7 +347,7 @@ const runBatches = async (trials: ReadonlyArray<Trial>, { send, clock, lanes, li
           }
           clock.observe(answer.ran, answer.ms)
           for (const result of answer.results) results.set(result.key, result)
-          if (results.size === new Set(trials.map((trial) => trial.key)).size) return resolve(trials.map((trial) => results.get(trial.key)!))
+          if (results.size === asked) return resolve(trials.map((trial) => results.get(trial.key)!))
           if (!lanes.answered(number, answer.worker, active)) break
         }
       } catch (cause) {
