@@ -2,8 +2,9 @@
  * The sender: journaled placements (state `intent`) out to the service, each once.
  * Three fibers share the work. The marker marks the next group `submitting` in one
  * commit and syncs it to disk before any of it may go out; `sendConcurrency`
- * senders place marked orders one at a time; the recorder writes the answers that
- * came in one timer turn in one commit. A lost answer makes the order `unknown` for
+ * senders place marked orders one at a time; the recorder writes the answers of a
+ * group (one per sender, or all that came while the rest were on the wire, within a
+ * few milliseconds) in one commit. A lost answer makes the order `unknown` for
  * reconciliation: nothing is re-sent here.
  *
  * The order budget is shared among strategy instances in turns (Turns.ts): placements
@@ -93,23 +94,46 @@ const makeOutstanding = Effect.map(Effect.makeLatch(true), (idle) => {
   }
 })
 
-/** What the service answered to placements, waiting to be recorded together; `arrived` wakes the recorder. */
-const makeAnswers = Effect.map(Queue.sliding<void>(1), (wake) => {
-  let waiting: Array<{ readonly order: OrderRow; readonly outcome: Outcome; readonly at: number }> = []
-  return {
-    push: (order: OrderRow, outcome: Outcome, at: number) =>
-      Effect.zipRight(
-        Effect.sync(() => waiting.push({ order, outcome, at })),
-        Queue.offer(wake, undefined)
-      ),
-    takeAll: () => {
-      const taken = waiting
-      waiting = []
-      return taken
-    },
-    arrived: Queue.take(wake)
-  }
-})
+/**
+ * The longest an answer waits for others to be recorded with it, while placements are still on
+ * the wire: their answers come within a round trip, and a commit per answer or two would cost
+ * more than the rows it writes.
+ */
+const RECORD_WITHIN_MS = 5
+
+/**
+ * What the service answered to placements, waiting to be recorded together. A group is complete
+ * once it holds `groupSize` answers (one per sender) or no placement is left on the wire (no
+ * answer is coming to join it); `gathered` waits for a group's first answer, then until it is
+ * complete or RECORD_WITHIN_MS have passed.
+ */
+const makeAnswers = (groupSize: number) =>
+  Effect.gen(function* () {
+    const started = yield* Queue.sliding<void>(1)
+    const complete = yield* Effect.makeLatch(false)
+    let waiting: Array<{ readonly order: OrderRow; readonly outcome: Outcome; readonly at: number }> = []
+    let onWire = 0
+    return {
+      /** A placement goes on the wire: its answer is coming. */
+      sending: () => {
+        onWire += 1
+      },
+      push: (order: OrderRow, outcome: Outcome, at: number) =>
+        Effect.suspend(() => {
+          onWire -= 1
+          waiting.push({ order, outcome, at })
+          if (waiting.length >= groupSize || onWire === 0) complete.unsafeOpen()
+          return waiting.length === 1 ? Queue.offer(started, undefined) : Effect.void
+        }),
+      takeAll: () => {
+        const taken = waiting
+        waiting = []
+        complete.unsafeClose()
+        return taken
+      },
+      gathered: Effect.zipRight(Queue.take(started), Effect.raceFirst(complete.await, Effect.sleep(RECORD_WITHIN_MS)))
+    }
+  })
 
 export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
   scoped: Effect.gen(function* () {
@@ -128,7 +152,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     /** Groups being handed over to the senders once synced. */
     const handOvers = yield* FiberSet.make()
     const outstanding = yield* makeOutstanding
-    const answers = yield* makeAnswers
+    const answers = yield* makeAnswers(settings.execution.sendConcurrency)
 
     const place = (row: OrderRow): Effect.Effect<Accepted, SvcError | PlacementOutcomeUnknown> => {
       const base = { symbol: row.symbol, side: row.side }
@@ -313,8 +337,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
       }
       outstanding.done(group.length)
     })
-    // One timer turn gathers the answers of the requests in flight that came meanwhile.
-    yield* Effect.forkScoped(Effect.forever(answers.arrived.pipe(Effect.zipRight(Effect.sleep(0)), Effect.zipRight(Effect.uninterruptible(recordAnswers)))))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(answers.gathered, Effect.uninterruptible(recordAnswers))))
 
     /** A marked placement took its send slot; when few marked ones are left, the next group may be marked. */
     const slotTaken = Effect.suspend(() => {
@@ -335,6 +358,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
         // The stop withdrew it meanwhile.
         if (order === undefined) return
         yield* slotTaken
+        answers.sending()
         const outcome = yield* Effect.exit(place(order))
         yield* answers.push(order, outcome, yield* Clock.currentTimeMillis)
       })
