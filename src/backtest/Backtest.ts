@@ -5,7 +5,7 @@
  * pure function of its setup.
  */
 import { Data, Either } from "effect"
-import { type Decimal, plus, times } from "../domain/Decimal.js"
+import type { Decimal } from "../domain/Decimal.js"
 import type { Balance } from "../strategy/Strategy.js"
 import type { VenueCandle } from "../venue/PricePath.js"
 import { MINUTE_MS } from "../venue/Tape.js"
@@ -74,7 +74,7 @@ const exactEquity = (candles: ReadonlyArray<VenueCandle>, holdings: ReadonlyArra
   for (let h = 0; h < holdings.length; h++) {
     const { from, base, quote } = holdings[h]!
     const to = holdings[h + 1]?.from ?? candles.length
-    for (let i = from; i < to; i++) equity[i] = base.isZero() ? quote : plus(quote, times(base, candles[i]!.close))
+    for (let i = from; i < to; i++) equity[i] = base.isZero() ? quote : quote.plus(base.mul(candles[i]!.close))
   }
   return equity
 }
@@ -108,7 +108,7 @@ export const runBacktest = <P, S>(setup: BacktestSetup<P, S>): Either.Either<Bac
       if (afterCandle !== undefined) afterCandle(i, run.strategyState)
     }
     const last = candles[candles.length - 1]!
-    const finalEquity = run.base.isZero() ? run.quote : plus(run.quote, times(run.base, last.close))
+    const finalEquity = run.base.isZero() ? run.quote : run.quote.plus(run.base.mul(last.close))
     const recorder = run.recorder
     const metrics = recorder.finish({ intervalMs, fromMs: first.openTimeMs, finalEquity, inMarketCandles: run.inMarketCandles })
     const holdings = run.holdings

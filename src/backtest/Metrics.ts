@@ -4,7 +4,7 @@
  * statistics over the equity marks and are computed in floating point: they are
  * estimates by nature and a float's 15 digits are plenty.
  */
-import { compare, Decimal, fromString, minus, plus, proRata, sign, times, toBounds, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
+import { compare, Decimal, fromString, minus, plus, proRata, sign, toBounds, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
 import type { FillEvent } from "../strategy/Strategy.js"
 
 /** A fill of a run: what the strategy heard (`FillEvent`) and the venue's id of its order. */
@@ -101,19 +101,19 @@ class Lots {
       let taken: Decimal
       if (compare(lot.qty, remaining) <= 0) {
         taken = lot.cost
-        remaining = minus(remaining, lot.qty)
+        remaining = remaining.minus(lot.qty)
         lots.shift()
       } else {
         taken = proRata(lot.cost, remaining, lot.qty)
-        lot.cost = minus(lot.cost, taken)
-        lot.qty = minus(lot.qty, remaining)
+        lot.cost = lot.cost.minus(taken)
+        lot.qty = lot.qty.minus(remaining)
         remaining = ZERO
       }
-      costBasis = costBasis === undefined ? plus(taken, ZERO) : plus(costBasis, taken)
+      costBasis = costBasis === undefined ? plus(taken, ZERO) : costBasis.plus(taken)
     }
     // Base that no lot accounts for (e.g. a deposit) is taken at the fill price: no gain, no loss.
-    if (sign(remaining) > 0) costBasis = (costBasis ?? ZERO).plus(times(remaining, fill.price))
-    return minus(minus(fill.quoteQty, quoteFee), costBasis ?? ZERO)
+    if (sign(remaining) > 0) costBasis = (costBasis ?? ZERO).plus(remaining.mul(fill.price))
+    return minus(fill.quoteQty, quoteFee).minus(costBasis ?? ZERO)
   }
 }
 
@@ -184,15 +184,15 @@ export class MetricsRecorder {
       this.trades++
       if (sign(pnl) > 0) {
         this.wins++
-        this.grossProfit = plus(this.grossProfit, pnl)
+        this.grossProfit = this.grossProfit.plus(pnl)
       } else {
         // Less a loss is plus its size, without the copy `negated` makes.
-        this.grossLoss = minus(this.grossLoss, pnl)
+        this.grossLoss = this.grossLoss.minus(pnl)
       }
     }
-    this.turnover = plus(this.turnover, fill.quoteQty)
-    if (fill.feeAsset === this.start.quoteAsset) this.feesPaid = plus(this.feesPaid, fill.fee)
-    else if (fill.feeAsset === this.start.baseAsset) this.feesPaid = plus(this.feesPaid, times(fill.fee, fill.price))
+    this.turnover = this.turnover.plus(fill.quoteQty)
+    if (fill.feeAsset === this.start.quoteAsset) this.feesPaid = this.feesPaid.plus(fill.fee)
+    else if (fill.feeAsset === this.start.baseAsset) this.feesPaid = this.feesPaid.plus(fill.fee.mul(fill.price))
   }
 
   /** The equity at the next close. */

@@ -206,9 +206,6 @@ export const compare = (a: Decimal, b: Decimal): number => {
 /** The smaller of two amounts (the first when equal), without decimal.js's copies of both. */
 export const min = (a: Decimal, b: Decimal): Decimal => (compare(b, a) < 0 ? b : a)
 
-/** Powers of ten that a double holds exactly. */
-const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
-
 /**
  * Whether decimal.js's `amount.plus(other)` or `amount.minus(other)` is `amount` itself: with
  * `other` zero it answers a copy of `amount` rounded to the precision, which is the same value
@@ -219,147 +216,11 @@ const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
 const unchangedBy = (amount: Decimal, other: Decimal): boolean =>
   sign(other) === 0 && amount.isFinite() && sign(amount) !== 0 && (amount.d.length * 7 <= Decimal.precision || amount.sd() <= Decimal.precision)
 
-/**
- * `amount.plus(other)`, answering `amount` itself when that is the sum (no copy to allocate), and
- * working it out in scaled integers when both fit one (`scaledSum`).
- */
-export const plus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : (scaledSum(amount, other, 1) ?? amount.plus(other)))
+/** `amount.plus(other)`, answering `amount` itself when that is the sum (no copy to allocate). */
+export const plus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.plus(other))
 
-/** `amount.minus(other)`, answering `amount` itself when that is the difference, in scaled integers when both fit one. */
-export const minus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : (scaledSum(amount, other, -1) ?? amount.minus(other)))
-
-/** `a.mul(b)`, worked out in scaled integers when the product fits one (`scaledProduct`). */
-export const times = (a: Decimal, b: Decimal): Decimal => scaledProduct(a, b) ?? a.mul(b)
-
-/** `times` for a product kept as long as fills are: compact (see `compact`) also when decimal.js works it out. */
-export const compactTimes = (a: Decimal, b: Decimal): Decimal => scaledProduct(a, b) ?? compact(a.mul(b))
-
-// ---- scaled integers ---------------------------------------------------------
-//
-// The amounts a backtest and the matching engine work with (prices on a tick, quantities on a
-// step, their products and fees) have few significant digits: as an integer times a power of
-// ten they fit a safe integer, and their sums and products are then integer operations, exact,
-// instead of decimal.js's general ones, which copy an operand, work on limb arrays and round.
-// The result is built straight into decimal.js's representation, which is canonical (one per
-// value), so it is the very Decimal decimal.js would answer: its precision (64 digits) holds any
-// safe integer. Anything that does not fit (more digits, an overflowing product, zero, whose
-// sign decimal.js works out by its own rules, NaN and infinities) goes to decimal.js.
-
-/** Significant digits of every safe integer: the least precision the scaled results need to be decimal.js's. */
-const SAFE_DIGITS = 16
-
-const DECIMAL_PROTOTYPE: object = Decimal.prototype
-
-/** The power of ten of the last `scaledOf` read: its second answer, without an allocation. */
-let scaledPower = 0
-
-/** Trailing zeros of a limb (1 to 9,999,999), by comparison with whole powers of ten: no division. */
-const trailingZeros = (limb: number): number => {
-  let zeros = 0
-  while (zeros < 6 && limb % EXACT_POWERS_OF_TEN[zeros + 1]! === 0) zeros++
-  return zeros
-}
-
-/**
- * `value` as a safe integer `m` with `value = m * 10^scaledPower` (the last limb's trailing zeros
- * dropped), or NaN when its digits do not fit one (or it is NaN or infinite).
- */
-const scaledOf = (value: Decimal): number => {
-  const { s, e, d } = limbsOf(value)
-  if (d === null) return Number.NaN
-  const count = d.length
-  // decimal.js drops zero limbs at the end, so the last limb has a non-zero digit unless the value is zero.
-  const lastLimb = d[count - 1]!
-  if (lastLimb === 0) {
-    scaledPower = 0
-    return 0
-  }
-  const dropped = trailingZeros(lastLimb)
-  const last = dropped === 0 ? lastLimb : lastLimb / EXACT_POWERS_OF_TEN[dropped]!
-  let mantissa: number
-  if (count === 1) mantissa = last
-  else if (count === 2) mantissa = d[0]! * EXACT_POWERS_OF_TEN[7 - dropped]! + last
-  else if (count === 3) mantissa = (d[0]! * 1e7 + d[1]!) * EXACT_POWERS_OF_TEN[7 - dropped]! + last
-  else return Number.NaN
-  if (mantissa > Number.MAX_SAFE_INTEGER) return Number.NaN
-  scaledPower = 7 * (Math.floor(e / 7) - (count - 1)) + dropped
-  return s < 0 ? -mantissa : mantissa
-}
-
-/** The number of decimal digits of a positive safe integer. */
-const digitCount = (n: number): number => {
-  let digits = 1
-  while (digits < SAFE_DIGITS && n >= EXACT_POWERS_OF_TEN[digits]!) digits++
-  return digits
-}
-
-/**
- * The Decimal `mantissa * 10^power` for a non-zero safe integer `mantissa`, in decimal.js's own
- * representation: base-1e7 limbs aligned on the decimal point, no zero limb at either end, and
- * `e` the power of ten of the leading digit. Divisions are by whole powers of ten of an exact
- * multiple, so every quotient is exact.
- */
-export const fromScaled = (mantissa: number, power: number): Decimal => {
-  let rest = Math.abs(mantissa)
-  const e = digitCount(rest) - 1 + power
-  // The lowest digit sits `offset` places into its limb; limbs are cut from the low end.
-  const offset = power - 7 * Math.floor(power / 7)
-  const lowDigits = EXACT_POWERS_OF_TEN[7 - offset]!
-  let high = Math.floor(rest / lowDigits)
-  let low = (rest - high * lowDigits) * EXACT_POWERS_OF_TEN[offset]!
-  rest = high
-  // Zero limbs at the low end are dropped (a mantissa with trailing zeros).
-  while (low === 0) {
-    high = Math.floor(rest / 1e7)
-    low = rest - high * 1e7
-    rest = high
-  }
-  let limbs: Array<number>
-  if (rest === 0) limbs = [low]
-  else if (rest < 1e7) limbs = [rest, low]
-  else {
-    high = Math.floor(rest / 1e7)
-    const second = rest - high * 1e7
-    limbs = high < 1e7 ? [high, second, low] : [Math.floor(high / 1e7), high % 1e7, second, low]
-  }
-  // The fields decimal.js's constructor sets, in its order; the constructor itself costs more
-  // than the whole sum (it tests its argument's kind first).
-  const value = Object.create(DECIMAL_PROTOTYPE) as { constructor: unknown; s: number; e: number; d: Array<number> }
-  value.constructor = Decimal
-  value.s = mantissa < 0 ? -1 : 1
-  value.e = e
-  value.d = limbs
-  return value as unknown as Decimal
-}
-
-/** `a * b` in scaled integers, or undefined when it does not fit one (decimal.js then works it out). */
-const scaledProduct = (a: Decimal, b: Decimal): Decimal | undefined => {
-  const x = scaledOf(a)
-  const xPower = scaledPower
-  const y = scaledOf(b)
-  if (x === 0 || y === 0 || !(x === x && y === y) || Decimal.precision < SAFE_DIGITS) return undefined
-  const product = x * y
-  // A double product within the safe range is the exact product.
-  return Math.abs(product) <= Number.MAX_SAFE_INTEGER ? fromScaled(product, xPower + scaledPower) : undefined
-}
-
-/** `a + direction * b` in scaled integers, or undefined when it does not fit one. */
-const scaledSum = (a: Decimal, b: Decimal, direction: 1 | -1): Decimal | undefined => {
-  let x = scaledOf(a)
-  const xPower = scaledPower
-  let y = scaledOf(b)
-  const yPower = scaledPower
-  if (x === 0 || y === 0 || !(x === x && y === y) || Decimal.precision < SAFE_DIGITS) return undefined
-  // Both on the smaller power of ten.
-  const power = Math.min(xPower, yPower)
-  if (xPower - power > SAFE_DIGITS || yPower - power > SAFE_DIGITS) return undefined
-  x *= EXACT_POWERS_OF_TEN[xPower - power]!
-  y *= EXACT_POWERS_OF_TEN[yPower - power]!
-  const sum = x + direction * y
-  if (!(Math.abs(x) <= Number.MAX_SAFE_INTEGER && Math.abs(y) <= Number.MAX_SAFE_INTEGER && Math.abs(sum) <= Number.MAX_SAFE_INTEGER)) return undefined
-  // decimal.js answers an exact zero sum as +0 in every rounding mode but floor.
-  return sum === 0 ? (Decimal.rounding === Decimal.ROUND_FLOOR ? undefined : ZERO) : fromScaled(sum, power)
-}
+/** `amount.minus(other)`, answering `amount` itself when that is the difference. */
+export const minus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.minus(other))
 
 const powersOfTen = new Map<number, Decimal>()
 
@@ -458,16 +319,7 @@ export const estimatedSteps = (estimate: number, rounding: "down" | "up"): numbe
 }
 
 /** `steps` whole steps of `step`, exactly (zero without a sign, as `divideDown` and `quantize` answer it). */
-export const stepsOf = (steps: number, step: Decimal): Decimal => {
-  if (steps === 0) return ZERO
-  if (steps === 1) return step
-  const units = scaledOf(step)
-  const product = units * steps
-  // A whole number of steps: the step's integer times the count, when that stays a safe integer.
-  return units === units && units !== 0 && Number.isSafeInteger(steps) && Math.abs(product) <= Number.MAX_SAFE_INTEGER && Decimal.precision >= SAFE_DIGITS
-    ? fromScaled(product, scaledPower)
-    : step.mul(steps)
-}
+export const stepsOf = (steps: number, step: Decimal): Decimal => (steps === 0 ? ZERO : steps === 1 ? step : step.mul(steps))
 
 /** `divideDown(dividend, divisor, step)`, by estimate when that is sure (see `estimatedSteps`). */
 export const divideDownFast = (dividend: Decimal, divisor: Decimal, step: Decimal): Decimal => {
@@ -484,6 +336,9 @@ export const isMultipleOf = (value: Decimal, step: Decimal): boolean => {
   return places === null ? value.mod(step).isZero() : value.decimalPlaces() <= places
 }
 
+
+/** Powers of ten that a double holds exactly. */
+const EXACT_POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k)
 
 /**
  * The nearest double to a decimal, for signals and ratios only (indicators,

@@ -3,7 +3,7 @@
  * pure function of the pair and the price, so the depth endpoint, market orders
  * and the backtester all see the same liquidity for the same tape.
  */
-import { type Decimal, divideDownFast, estimatedSteps, minus, ONE_BPS, plus, quantize, sign, stepsOf, toFloat } from "../domain/Decimal.js"
+import { type Decimal, divideDownFast, estimatedSteps, ONE_BPS, quantize, sign, stepsOf, toFloat } from "../domain/Decimal.js"
 
 export interface BookLevel {
   readonly price: Decimal
@@ -60,8 +60,8 @@ export class BookSide {
     while (prices.length <= index) {
       if (this.exhausted || prices.length >= this.depth) return undefined
       // The first level is one spacing away: no product to work out.
-      const offset = stepsOf(prices.length + 1, this.spacing)
-      const price = this.side === "asks" ? plus(this.price, offset) : minus(this.price, offset)
+      const offset = prices.length === 0 ? this.spacing : this.spacing.mul(prices.length + 1)
+      const price = this.side === "asks" ? this.price.add(offset) : this.price.sub(offset)
       if (this.side === "bids" && sign(price) <= 0) {
         this.exhausted = true
         return undefined
@@ -96,6 +96,6 @@ export const bookAround = (shape: BookShape, price: Decimal, levels: number = BO
 }
 
 const levelQty = (shape: BookShape, price: Decimal, k: number): Decimal => {
-  const qty = divideDownFast(stepsOf(k, shape.depthNotional), price, shape.stepSize)
+  const qty = divideDownFast(k === 1 ? shape.depthNotional : shape.depthNotional.mul(k), price, shape.stepSize)
   return qty.isZero() ? shape.stepSize : qty
 }

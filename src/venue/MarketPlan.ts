@@ -2,7 +2,7 @@
  * A market order against the synthetic book: the fills it takes level by level, as long
  * as the level's price stays within its slippage bound of the reference price.
  */
-import { compare, type Decimal, divideDownFast, ESTIMATE_ERROR, min, minus, ONE_BPS, times, toFloat } from "../domain/Decimal.js"
+import { compare, type Decimal, divideDownFast, ESTIMATE_ERROR, min, ONE_BPS, toFloat } from "../domain/Decimal.js"
 import type { BookSide } from "./Book.js"
 import type { EngineOrder, PairSpec } from "./Orders.js"
 
@@ -28,7 +28,7 @@ export const planMarket = (pair: PairSpec, order: EngineOrder, reference: Decima
       const qty = min(affordable, level.baseQty)
       plan.push({ price: level.price, baseQty: qty })
       if (compare(qty, affordable) === 0) return plan
-      quoteLeft = minus(quoteLeft, times(qty, level.price))
+      quoteLeft = quoteLeft.sub(qty.mul(level.price))
     }
     return undefined
   }
@@ -39,7 +39,7 @@ export const planMarket = (pair: PairSpec, order: EngineOrder, reference: Decima
     if (bound.compare(level.price) < 0) return undefined
     const qty = min(baseLeft, level.baseQty)
     plan.push({ price: level.price, baseQty: qty })
-    baseLeft = minus(baseLeft, qty)
+    baseLeft = baseLeft.sub(qty)
     // Complete: the next level is not worked out.
     if (baseLeft.isZero()) return plan
   }

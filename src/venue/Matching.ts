@@ -21,7 +21,7 @@
  *   than `terminalMs`, or once the account has `terminalCount` newer ones; reads then
  *   answer as for an id never given out. Without one everything is kept.
  */
-import { compactTimes, compare, Decimal, divideDown, min, minus, plus, times, ZERO } from "../domain/Decimal.js"
+import { compact, compare, Decimal, divideDown, min, ZERO } from "../domain/Decimal.js"
 import { RejectCode, type Liquidity, type OrderKind, type Side } from "../svc/Dialect.js"
 import { BOOK_LEVELS, BookSide, levelSpacing } from "./Book.js"
 import { Fifo } from "./Fifo.js"
@@ -335,11 +335,11 @@ export class MatchingEngine {
   }
 
   private lock(order: EngineOrder): boolean {
-    const amount = order.side === "buy" ? times(order.baseQty!, order.limitPrice!) : order.baseQty!
+    const amount = order.side === "buy" ? order.baseQty!.mul(order.limitPrice!) : order.baseQty!
     const wallet = this.wallet(order.uid, order.side === "buy" ? order.pair.quote : order.pair.base)
     if (compare(wallet.free, amount) < 0) return false
-    wallet.free = minus(wallet.free, amount)
-    wallet.locked = plus(wallet.locked, amount)
+    wallet.free = wallet.free.sub(amount)
+    wallet.locked = wallet.locked.add(amount)
     order.locked = amount
     return true
   }
@@ -347,8 +347,8 @@ export class MatchingEngine {
   private release(order: EngineOrder): void {
     if (order.locked.isZero()) return
     const wallet = this.wallet(order.uid, order.side === "buy" ? order.pair.quote : order.pair.base)
-    wallet.locked = minus(wallet.locked, order.locked)
-    wallet.free = plus(wallet.free, order.locked)
+    wallet.locked = wallet.locked.sub(order.locked)
+    wallet.free = wallet.free.add(order.locked)
     order.locked = ZERO
   }
 
@@ -359,7 +359,7 @@ export class MatchingEngine {
       const levels = this.book(order.pair, price, order.side)
       // The remainder is checked before the next level's price is read: a filled order reads no further level.
       for (let i = 0; ; i++) {
-        const remaining = minus(order.baseQty!, order.filledBaseQty)
+        const remaining = order.baseQty!.sub(order.filledBaseQty)
         if (remaining.isZero()) break
         const at = levels.priceAt(i)
         if (at === undefined || compare(at, order.limitPrice!) === (order.side === "buy" ? 1 : -1)) break
@@ -412,39 +412,39 @@ export class MatchingEngine {
     const rate = liquidity === "maker" ? this.fees.maker : this.fees.taker
     // The fill record keeps its amounts as long as fills are retained: products are made compact
     // (see `compact`), or each would hold twice the memory it needs.
-    const quoteQty = compactTimes(baseQty, price)
+    const quoteQty = compact(baseQty.mul(price))
     const base = this.wallet(order.uid, pair.base)
     const quote = this.wallet(order.uid, pair.quote)
     let fee: Decimal
     let feeAsset: string
     if (order.side === "buy") {
-      fee = compactTimes(baseQty, rate)
+      fee = compact(baseQty.mul(rate))
       feeAsset = pair.base
       if (order.limitPrice === null) {
-        quote.free = minus(quote.free, quoteQty)
+        quote.free = quote.free.sub(quoteQty)
       } else {
         // The lock was taken at the limit price; a better price gives the difference back.
-        const held = times(baseQty, order.limitPrice)
-        quote.locked = minus(quote.locked, held)
-        quote.free = plus(quote.free, minus(held, quoteQty))
-        order.locked = minus(order.locked, held)
+        const held = baseQty.mul(order.limitPrice)
+        quote.locked = quote.locked.sub(held)
+        quote.free = quote.free.add(held.sub(quoteQty))
+        order.locked = order.locked.sub(held)
       }
-      base.free = plus(base.free, minus(baseQty, fee))
+      base.free = base.free.add(baseQty.sub(fee))
     } else {
-      fee = compactTimes(quoteQty, rate)
+      fee = compact(quoteQty.mul(rate))
       feeAsset = pair.quote
       if (order.limitPrice === null) {
-        base.free = minus(base.free, baseQty)
+        base.free = base.free.sub(baseQty)
       } else {
-        base.locked = minus(base.locked, baseQty)
-        order.locked = minus(order.locked, baseQty)
+        base.locked = base.locked.sub(baseQty)
+        order.locked = order.locked.sub(baseQty)
       }
-      quote.free = plus(quote.free, minus(quoteQty, fee))
+      quote.free = quote.free.add(quoteQty.sub(fee))
     }
     // The first fill's price is its exact average; a later fill leaves the average to be worked out on read.
     order.avgPrice = order.filledBaseQty.isZero() ? price : null
-    order.filledBaseQty = plus(order.filledBaseQty, baseQty)
-    order.filledQuoteQty = plus(order.filledQuoteQty, quoteQty)
+    order.filledBaseQty = order.filledBaseQty.add(baseQty)
+    order.filledQuoteQty = order.filledQuoteQty.add(quoteQty)
     order.updatedAt = nowMs
     if (order.baseQty !== null && compare(order.filledBaseQty, order.baseQty) === 0) {
       order.kind = "fill"
@@ -499,7 +499,7 @@ export class MatchingEngine {
     const crossed = side === (order.side === "buy" ? -1 : 1)
     const touched = side === 0
     if (!crossed && !touched) return false
-    const remaining = minus(order.baseQty!, order.filledBaseQty)
+    const remaining = order.baseQty!.sub(order.filledBaseQty)
     let qty = remaining
     if (touched) {
       const half = divideDown(remaining, TWO, order.pair.stepSize)

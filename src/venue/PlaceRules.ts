@@ -3,7 +3,7 @@
  * pair's tick and step, minimum quantity and notional, a slippage bound in range), and
  * the refusals that name the field and the reason when it does not.
  */
-import { compare, type Decimal, isMultipleOf, sign, times } from "../domain/Decimal.js"
+import { compare, type Decimal, isMultipleOf, sign } from "../domain/Decimal.js"
 import { MAX_SLIPPAGE_BPS } from "../svc/Dialect.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
 import type { PairSpec, PlaceRequest } from "./Orders.js"
@@ -60,14 +60,14 @@ export const placementProblem = (pair: PairSpec, request: PlaceRequest, price: D
       return (
         baseQtyProblem(pair, request.baseQty) ??
         positiveProblem("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
-        notionalProblem(pair, times(request.baseQty, request.limitPrice))
+        notionalProblem(pair, request.baseQty.mul(request.limitPrice))
       )
     case "stop-limit":
       return (
         baseQtyProblem(pair, request.baseQty) ??
         positiveProblem("limitPrice", request.limitPrice, pair.tickSize, "tick size") ??
         positiveProblem("stopPrice", request.stopPrice, pair.tickSize, "tick size") ??
-        notionalProblem(pair, times(request.baseQty, request.limitPrice))
+        notionalProblem(pair, request.baseQty.mul(request.limitPrice))
       )
     case "market": {
       const bps = request.maxSlippageBps
@@ -83,7 +83,7 @@ export const placementProblem = (pair: PairSpec, request: PlaceRequest, price: D
           ? refuse(400, RefusalCode.invalidParameter, `quoteOrderQty is below the minimum notional ${pair.minNotional.toFixed()}`, "quoteOrderQty", "below-min-notional")
           : undefined
       }
-      return baseQtyProblem(pair, request.baseQty) ?? (price === undefined ? undefined : notionalProblem(pair, times(request.baseQty, price)))
+      return baseQtyProblem(pair, request.baseQty) ?? (price === undefined ? undefined : notionalProblem(pair, request.baseQty.mul(price)))
     }
   }
 }
