@@ -1,0 +1,67 @@
+/**
+ * How a cluster run cuts its trials into batches and spreads them over lanes: one trial while
+ * the trial time is unknown, then about a second of work, never more than an even share of what
+ * is left per lane; two lanes kept on each worker, learnt from who answers, probes opened while
+ * a live worker lacks its lanes.
+ */
+import { describe, expect, it } from "vitest"
+import { BATCH_WORK_MS, batchSize, Lanes, MAX_BATCH, TrialClock } from "../../src/optimize/Batches.js"
+
+describe("a batch's size", () => {
+  it("is one trial until a worker has reported a trial's time", () => {
+    expect(batchSize(undefined, 500, 4)).toBe(1)
+    expect(new TrialClock().msPerTrial).toBeUndefined()
+  })
+
+  it("is about a second of work, from the mean time the workers reported", () => {
+    const clock = new TrialClock()
+    clock.observe(1, 30)
+    clock.observe(3, 50)
+    expect(clock.msPerTrial).toBe(20)
+    expect(batchSize(clock.msPerTrial, 10_000, 4)).toBe(BATCH_WORK_MS / 20)
+    expect(batchSize(0, 1_000_000, 1)).toBe(MAX_BATCH)
+  })
+
+  it("shrinks to an even share of what is left per lane, down to one trial", () => {
+    expect(batchSize(1, 100, 4)).toBe(25)
+    expect(batchSize(1, 3, 4)).toBe(1)
+    expect(batchSize(1, 0, 4)).toBe(0)
+  })
+})
+
+describe("a run's lanes", () => {
+  it("start two to a live worker, and keep two on each once they know where they go", () => {
+    const lanes = new Lanes(2)
+    const first = lanes.start(2)
+    expect(first).toEqual([0, 1, 2, 3])
+    const active = new Set(first)
+    // Three lanes land on a, one on b: the third of a stops, and b lacks one, so a probe opens.
+    expect(lanes.answered(0, "a", active)).toBe(true)
+    expect(lanes.answered(1, "a", active)).toBe(true)
+    expect(lanes.answered(3, "b", active)).toBe(true)
+    expect(lanes.answered(2, "a", active)).toBe(false)
+    active.delete(2)
+    expect(lanes.topUp(active, 2)).toEqual([4])
+    active.add(4)
+    expect(lanes.answered(4, "b", active)).toBe(true)
+    expect(lanes.topUp(active, 2)).toEqual([])
+    // The next batch of trials starts on the lanes known to go to a and b, the stopped one left out.
+    expect(lanes.start(2)).toEqual([0, 1, 3, 4])
+  })
+
+  it("open no probe while one is unanswered, and at most a bounded number in all", () => {
+    const lanes = new Lanes(2)
+    const active = new Set(lanes.start(1))
+    expect(lanes.topUp(active, 3)).toEqual([])
+    for (const lane of active) lanes.answered(lane, "a", active)
+    let opened = 0
+    for (let i = 0; i < 100; i++) {
+      const probes = lanes.topUp(active, 3)
+      for (const probe of probes) {
+        lanes.answered(probe, "a", new Set([...active, probe]))
+        opened++
+      }
+    }
+    expect(opened).toBeLessThanOrEqual(8 * 2 * 3)
+  })
+})
