@@ -8,7 +8,7 @@
  * the placements ready to go out `submitting` together in one commit, synced to disk
  * before any of them is sent.
  */
-import { Clock, Effect, Ref } from "effect"
+import { Clock, Effect } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import { type Intent, isPlacement, type PlaceIntent } from "../domain/Intent.js"
 import { isTerminal } from "../domain/OrderState.js"
@@ -54,7 +54,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     const accountBlock = yield* AccountBlock
     const settings = yield* EngineSettings
     /** Per strategy, the UTC day its kill switch was last reported. */
-    const killSwitchDay = yield* Ref.make(new Map<string, number>())
+    const killSwitchDay = new Map<string, number>()
 
     /** What the risk checks of a batch read from the market and the books: read once, before the batch's transaction. */
     const riskInputs = (strategyId: string, placements: ReadonlyArray<PlaceIntent>, now: number) =>
@@ -132,13 +132,16 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       return { _tag: "Cancel", result: { _tag: "Approved", intentId, tag, orderId: order.orderId }, marked: j.update(order.orderId, { cancelRequested: true }, now) }
     }
 
-    /** Logs what a committed batch decided and sends its cancels; its placements are published and queued by the caller. */
-    const carryOut = (strategyId: string, decision: Decision, now: number): Effect.Effect<SubmitResult> =>
-      Effect.gen(function* () {
-        switch (decision._tag) {
-          case "Placed": {
-            const { order } = decision
-            yield* logEvent("order.intent", {
+    /**
+     * What a committed decision comes to: its result, with the lines to log and the cancel to send
+     * put in `effects`, run together for the batch. Its placement is published and queued by the caller.
+     */
+    const carryOut = (strategyId: string, decision: Decision, now: number, effects: Array<Effect.Effect<void>>): SubmitResult => {
+      switch (decision._tag) {
+        case "Placed": {
+          const { order } = decision
+          effects.push(
+            logEvent("order.intent", {
               strategy: strategyId,
               tag: order.tag,
               intentId: order.intentId,
@@ -147,25 +150,26 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
               type: order.type,
               notional: decision.notional.toFixed()
             })
-            return { _tag: "Approved", intentId: order.intentId!, tag: order.tag!, orderId: order.orderId }
-          }
-          case "RiskRefused": {
-            const { refused, intentId, tag } = decision
-            if (refused.reason === "kill-switch") {
-              const day = startOfUtcDay(now)
-              const tripped = yield* Ref.modify(killSwitchDay, (m) => [m.get(strategyId) === day, new Map(m).set(strategyId, day)])
-              if (!tripped) yield* logEvent("risk.kill-switch", { strategy: strategyId, detail: refused.detail })
-            }
-            yield* logEvent("risk.refused", { strategy: strategyId, tag, intentId, reason: refused.reason, detail: refused.detail })
-            return { _tag: "Refused", intentId, tag, reason: refused.reason, detail: refused.detail }
-          }
-          case "CancelRefused":
-            return decision.result
-          case "Cancel":
-            if (decision.marked !== undefined) yield* cancels.sendInBackground(decision.marked)
-            return decision.result
+          )
+          return { _tag: "Approved", intentId: order.intentId!, tag: order.tag!, orderId: order.orderId }
         }
-      })
+        case "RiskRefused": {
+          const { refused, intentId, tag } = decision
+          if (refused.reason === "kill-switch") {
+            const day = startOfUtcDay(now)
+            if (killSwitchDay.get(strategyId) !== day) effects.push(logEvent("risk.kill-switch", { strategy: strategyId, detail: refused.detail }))
+            killSwitchDay.set(strategyId, day)
+          }
+          effects.push(logEvent("risk.refused", { strategy: strategyId, tag, intentId, reason: refused.reason, detail: refused.detail }))
+          return { _tag: "Refused", intentId, tag, reason: refused.reason, detail: refused.detail }
+        }
+        case "CancelRefused":
+          return decision.result
+        case "Cancel":
+          if (decision.marked !== undefined) effects.push(cancels.sendInBackground(decision.marked))
+          return decision.result
+      }
+    }
 
     return {
       /**
@@ -181,7 +185,9 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           const placements = intents.filter(isPlacement)
           const inputs = placements.length === 0 ? undefined : yield* riskInputs(strategyId, placements, now)
           const decisions = yield* journal.batch((j) => decide(j, strategyId, intents, outboxIds, inputs, now))
-          const results = yield* Effect.forEach(decisions, (decision) => carryOut(strategyId, decision, now))
+          const effects: Array<Effect.Effect<void>> = []
+          const results = decisions.map((decision) => carryOut(strategyId, decision, now, effects))
+          yield* Effect.all(effects, { discard: true })
           const placed = decisions.flatMap((decision) => (decision._tag === "Placed" ? [decision.order] : []))
           yield* bus.publishOrders(placed, now)
           yield* sender.enqueue(placed)
@@ -192,7 +198,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
       /** The strategies whose daily loss limit stopped their placements today (UTC). */
       killSwitchesToday: Effect.gen(function* () {
         const today = startOfUtcDay(yield* Clock.currentTimeMillis)
-        return [...(yield* Ref.get(killSwitchDay))].filter(([, day]) => day === today).map(([strategyId]) => strategyId)
+        return [...killSwitchDay].filter(([, day]) => day === today).map(([strategyId]) => strategyId)
       }),
       /**
        * Stops placements at shutdown, so that nothing new reaches the service: risk refuses new

@@ -6,7 +6,7 @@
  * fills have the fills synced. The sender records answers
  * through it, the tracker what polls saw, reconciliation what it found.
  */
-import { Clock, Effect, LogLevel } from "effect"
+import { Clock, Effect, FiberRef, LogLevel } from "effect"
 import { alreadyApplied, type InvalidTransition, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import { EventCatalog, type EventName } from "../log/Events.js"
 import { logEvent } from "../log/Logger.js"
@@ -31,15 +31,6 @@ const STATE_EVENTS: Partial<Record<OrderState, EventName>> = {
   lost: "order.lost"
 }
 
-/**
- * Writes a catalog event, building its fields only when its level is logged: the debug events
- * of every order's progress cost nothing while debug is off.
- */
-const logWhenEnabled = (name: EventName, fields: () => Record<string, unknown>): Effect.Effect<void> => {
-  const write = Effect.suspend(() => logEvent(name, fields()))
-  return EventCatalog[name].level === "debug" ? Effect.asVoid(Effect.whenLogLevel(write, LogLevel.Debug)) : write
-}
-
 export class OrderMoves extends Effect.Service<OrderMoves>()("svcbot/OrderMoves", {
   effect: Effect.gen(function* () {
     const journal = yield* OrderJournal
@@ -53,15 +44,17 @@ export class OrderMoves extends Effect.Service<OrderMoves>()("svcbot/OrderMoves"
      * finished orders with fills have them synced now.
      */
     const announce = (rows: ReadonlyArray<OrderRow>, details: ReadonlyArray<string | undefined>, now: number, fillsSynced: boolean): Effect.Effect<void> =>
-      Effect.suspend(() => {
+      Effect.withFiberRuntime((fiber) => {
+        // Read once for the batch: the debug events of every order's progress cost nothing while debug is off.
+        const debugOn = !LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
         const lines: Array<Effect.Effect<void>> = []
         let syncFills = false
         for (const [i, row] of rows.entries()) {
           const name = row.state === "refused" && row.code === STOPPING ? "order.withdrawn" : STATE_EVENTS[row.state]
-          const detail = details[i]
-          if (name !== undefined) {
+          if (name !== undefined && (debugOn || EventCatalog[name].level !== "debug")) {
+            const detail = details[i]
             lines.push(
-              logWhenEnabled(name, () => ({
+              logEvent(name, {
                 strategy: row.strategyId,
                 tag: row.tag,
                 intentId: row.intentId,
@@ -74,16 +67,14 @@ export class OrderMoves extends Effect.Service<OrderMoves>()("svcbot/OrderMoves"
                 ...(row.code === null ? {} : { code: row.code }),
                 ...(row.state === "not_placed" ? { outcome: "not_placed" } : {}),
                 ...(detail === undefined ? {} : { detail })
-              }))
+              })
             )
           }
           if (!fillsSynced && (row.state === "fill" || (isTerminal(row.state) && row.filledBaseQty.gt(0)))) syncFills = true
         }
         cancels.moved(rows)
-        return Effect.all(lines, { discard: true }).pipe(
-          Effect.zipRight(bus.publishOrders(rows, now)),
-          Effect.zipRight(syncFills ? bus.triggerFillSync : Effect.void)
-        )
+        const published = syncFills ? Effect.zipRight(bus.publishOrders(rows, now), bus.triggerFillSync) : bus.publishOrders(rows, now)
+        return lines.length === 0 ? published : Effect.zipRight(Effect.all(lines, { discard: true }), published)
       })
 
     /** What a move that the state machine refused means: nothing, when the outcome was reached already. */
