@@ -38,7 +38,7 @@ const INTENTS = 300
  */
 const ROUNDS = 15
 const FILL_ROUNDS = 5
-const FILLS_GOAL = 0.3
+const FILLS_GOAL = 0.5
 
 const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
@@ -340,7 +340,7 @@ const main = async () => {
           tracker: weight.trackedPerOrder,
           naive250ms: weight.naivePerOrder,
           ratio: Number((weight.trackedPerOrder / weight.naivePerOrder).toFixed(4)),
-          goal: "<= 0.2"
+          goal: "<= 0.12"
         },
         intentsToAccepted: {
           intents: INTENTS,
@@ -350,7 +350,7 @@ const main = async () => {
           barePerSecond: Math.round(intents.barePerSecond),
           roundRatios: intents.ratios.map((r) => Number(r.toFixed(4))),
           ratio: Number(intents.ratio.toFixed(4)),
-          goal: 0.5
+          goal: 0.7
         }
       })
     )

@@ -119,13 +119,19 @@ const hostRate = async (dbDir: string): Promise<{ readonly rate: number; readonl
     try {
       const instance = await runtime.runPromise(Scope.extend(runInstance({ id, definition: smaCrossover, params, symbol: "BTCUSDT" }, port, () => new Map(), Date.now), scope))
       const started = process.hrtime.bigint()
-      await runtime.runPromise(Effect.forEach(candles, (event) => instance.deliver({ _tag: "Candle", event }), { discard: true }))
       const deadline = Date.now() + 120_000
-      // Polled between turns of the event loop, not on a timer: a timer's millisecond would be most of a pass.
-      while ((await runtime.runPromise(instance.lastCandleOpen)) !== lastOpen) {
-        if (Date.now() > deadline) throw new Error("the host did not process every candle within 120 s")
-        await new Promise<void>((done) => setImmediate(done))
-      }
+      // One fiber delivers, then looks between the host's steps (a yield, not a timer: a timer's millisecond
+      // would be most of a pass) until the last candle is handled. A run of the runtime per look would cost
+      // a fiber and a promise each, and that time would be counted as the host's.
+      await runtime.runPromise(
+        Effect.gen(function* () {
+          yield* Effect.forEach(candles, (event) => instance.deliver({ _tag: "Candle", event }), { discard: true })
+          while ((yield* instance.lastCandleOpen) !== lastOpen) {
+            if (Date.now() > deadline) return yield* Effect.dieMessage("the host did not process every candle within 120 s")
+            yield* Effect.yieldNow()
+          }
+        })
+      )
       return { seconds: seconds(started), intents: recorded.length }
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -267,7 +273,7 @@ process.stdout.write(
       serializeEventsPerSecond: Math.round(serialized.rate),
       hostEventsPerSecond: Math.round(host.rate),
       hostRatioToBare: host.rate / raw.rate,
-      hostGoal: 0.05,
+      hostGoal: 0.2,
       hostOnShmEventsPerSecond: hostInMemory === undefined ? null : Math.round(hostInMemory.rate),
       hostOnShmRatioToBare: hostInMemory === undefined ? null : hostInMemory.rate / raw.rate
     },
