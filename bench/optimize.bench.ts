@@ -15,7 +15,7 @@
  *   `svcbot worker` processes on this machine fed by `svcbot optimize --cluster`'s runner,
  *   over two local worker threads, the median of `BENCH_ROUNDS` rounds of
  *   `BENCH_CLUSTER_TRIALS` fresh trials each (a trial already stored would be answered without
- *   running): several seconds of work a worker, so that batches of about a second's work shrink
+ *   running; by default as many as the main thread runs in 8 s): several seconds of work a worker, so that batches of about a second's work shrink
  *   towards the end as a real run's do. `clusterOverheadMs` is the extra wall time per trial.
  *
  * On a machine shared with other work the wall-clock ratios say little (more threads only
@@ -24,8 +24,8 @@
  * `clusterCpuRatio` the two threads' over the cluster's (the workers, this process and the
  * PostgreSQL server, read from /proc): 1 when a runner costs nothing beyond the trials.
  *
- *   npm run bench -- optimize                        (96 trials of 20,000 candles a timing, 240 a cluster round, 5 rounds)
- *   BENCH_CANDLES=50000 BENCH_TRIALS=96 BENCH_CLUSTER_TRIALS=240 BENCH_ROUNDS=5 npm run bench -- optimize
+ *   npm run bench -- optimize                        (96 trials of 20,000 candles a timing, 5 rounds)
+ *   BENCH_CANDLES=50000 BENCH_TRIALS=96 BENCH_CLUSTER_TRIALS=2000 BENCH_ROUNDS=5 npm run bench -- optimize
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { Effect } from "effect"
@@ -44,7 +44,8 @@ const wholeNumber = (name: string, fallback: number, least: number): number => {
 }
 const candles = wholeNumber("BENCH_CANDLES", 20_000, 1000)
 const trialCount = wholeNumber("BENCH_TRIALS", 96, 3)
-const clusterTrialCount = wholeNumber("BENCH_CLUSTER_TRIALS", 240, 3)
+/** A cluster round's work when BENCH_CLUSTER_TRIALS is not given: four seconds of the main thread's trial time a worker. */
+const CLUSTER_ROUND_SECONDS = 8
 const rounds = wholeNumber("BENCH_ROUNDS", 5, 1)
 
 /** What one and three threads should reach over the main thread on the two-core machine. */
@@ -113,6 +114,10 @@ const timed = async (runner: TrialRunner, batch: ReadonlyArray<Trial> = trials, 
 const main = inProcessRunner(job)
 await main.run(warmup(1))
 const baselineBefore = await timed(main)
+/** Sized by work rather than by count: a trial's time changes with the backtester, a second of work a batch does not. */
+const clusterTrialCount = process.env.BENCH_CLUSTER_TRIALS === undefined
+  ? Math.min(5000, Math.max(trialCount, Math.ceil(CLUSTER_ROUND_SECONDS * baselineBefore.jobsPerSecond)))
+  : wholeNumber("BENCH_CLUSTER_TRIALS", 0, 3)
 
 interface Scaling {
   readonly threads: number
