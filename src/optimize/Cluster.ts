@@ -352,7 +352,7 @@ const runBatches = async (trials: ReadonlyArray<Trial>, { send, clock, lanes, li
         }
       } catch (cause) {
         failed = true
-        reject(cause instanceof RunnerFailed ? cause : new RunnerFailed({ message: cause instanceof Error ? cause.message : String(cause) }))
+        reject(cause)
       } finally {
         active.delete(number)
         if (next < trials.length && !failed) for (const opened of lanes.topUp(active, workers)) void lane(opened)
@@ -421,7 +421,10 @@ export const connectCluster = async (url: string): Promise<ClusterSession> => {
         )
       }
       return {
-        run: (trials) => runBatches(trials, { send, clock, lanes, live: () => run(PgResults.liveWorkers(LOCK_EXPIRY_SECONDS)) }),
+        run: (trials) =>
+          runBatches(trials, { send, clock, lanes, live: () => run(PgResults.liveWorkers(LOCK_EXPIRY_SECONDS)) }).catch((cause: unknown) => {
+            throw cause instanceof RunnerFailed ? cause : new RunnerFailed({ message: cause instanceof Error ? cause.message : String(cause) })
+          }),
         close: () => Promise.resolve()
       }
     },
