@@ -36,12 +36,8 @@ import { type JobSpec, prepare } from "../src/backtest/Job.js"
 import { inProcessRunner, startWorkerRunner, type TrialRunner } from "../src/optimize/Runner.js"
 import { type Trial, studyOf, trialOf } from "../src/optimize/Trial.js"
 import { canonicalParams } from "../src/domain/Hash.js"
+import { wholeNumber } from "./Knobs.js"
 
-const wholeNumber = (name: string, fallback: number, least: number): number => {
-  const value = Number(process.env[name] ?? fallback)
-  if (!Number.isSafeInteger(value) || value < least) throw new Error(`${name} must be a whole number of at least ${least}, got ${process.env[name]}`)
-  return value
-}
 const candles = wholeNumber("BENCH_CANDLES", 20_000, 1000)
 const trialCount = wholeNumber("BENCH_TRIALS", 96, 3)
 /** A cluster round's work when BENCH_CLUSTER_TRIALS is not given: four seconds of the main thread's trial time a worker. */

@@ -31,15 +31,10 @@ import { daemonLogging } from "../src/cli/run.js"
 import { loadConfig } from "../src/config/Load.js"
 import { runDaemon } from "../src/daemon/Daemon.js"
 import { Health } from "../src/daemon/Health.js"
+import { wholeNumber } from "./Knobs.js"
 
 const ROOT = resolve(import.meta.dirname, "..")
 const SELF = fileURLToPath(import.meta.url)
-
-const wholeNumber = (name: string, fallback: number, min: number, max: number): number => {
-  const value = Number(process.env[name] ?? fallback)
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got ${process.env[name]}`)
-  return value
-}
 
 const runSeconds = wholeNumber("BENCH_SCALE_SECONDS", 60, 15, 600)
 const SMALL = 4

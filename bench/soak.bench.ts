@@ -37,15 +37,10 @@ import { Health } from "../src/daemon/Health.js"
 import { daemonLogging } from "../src/cli/run.js"
 import { devAccounts, devTradeKey } from "../src/venue/Accounts.js"
 import { serveVenue } from "../src/venue/Server.js"
+import { wholeNumber } from "./Knobs.js"
 
 const ROOT = resolve(import.meta.dirname, "..")
 const SELF = fileURLToPath(import.meta.url)
-
-const wholeNumber = (name: string, fallback: number, min: number, max: number): number => {
-  const value = Number(process.env[name] ?? fallback)
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got ${process.env[name]}`)
-  return value
-}
 
 const wallSeconds = wholeNumber("BENCH_SOAK_SECONDS", 150, 10, 3600)
 const simulatedDays = wholeNumber("BENCH_SOAK_DAYS", 7, 1, 28)

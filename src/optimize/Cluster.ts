@@ -219,8 +219,8 @@ const loadStudy = (study: StudyRef, worker: string, cacheDir: string) =>
   })
 
 const trialHandlers = (worker: string, cacheDir: string) => {
-  // Shared by every entity of this worker (each trial key is an entity of its own): one load per
-  // study however many of its trials arrive at once, the first caller's load serving the rest.
+  // Shared by every lane of this worker: one load per study however many of its batches arrive
+  // at once, the first caller's load serving the rest.
   const studies = new Map<string, Effect.Effect<PreparedJob, WorkerUnfit, SqlClient.SqlClient>>()
   const studyJob = (study: StudyRef) => {
     const key = JSON.stringify(study)

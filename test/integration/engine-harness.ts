@@ -7,6 +7,8 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Decimal } from "../../src/domain/Decimal.js"
+import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { layer as engineLayer, type Engine } from "../../src/engine/Engine.js"
 import { EngineBus } from "../../src/engine/EngineBus.js"
 import { FillSync } from "../../src/engine/FillSync.js"
@@ -117,3 +119,14 @@ export const eventually = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, w
 
 export const isFinished = (row: OrderRow | undefined): boolean =>
   row !== undefined && ["fill", "rejected", "cancelled", "not_placed", "refused"].includes(row.state)
+
+/** Bids far below the last price: they rest and never fill. */
+export const restingBids = (prefix: string, count: number): Array<PlaceIntent> =>
+  Array.from({ length: count }, (_, i) => ({
+    type: "limit",
+    tag: `${prefix}-${i}`,
+    symbol: "BTCUSDT",
+    side: "buy",
+    baseQty: new Decimal("0.001"),
+    limitPrice: new Decimal(50_000 + i)
+  }))

@@ -5,12 +5,10 @@
  */
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { Decimal } from "../../src/domain/Decimal.js"
-import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { query } from "../support/daemon.js"
-import { engineOnVenue, eventually } from "./engine-harness.js"
+import { engineOnVenue, eventually, restingBids } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -20,17 +18,6 @@ afterEach(async () => {
 // Room for a batch of placements at once: the default key allows 50 orders per 10 s.
 const setup = () =>
   engineOnVenue(cleanups, { venue: { settleMs: 0, limits: { ordersPer10s: 1000, weightPerMinute: 100_000 } }, price: "60000" })
-
-/** Bids far below the last price: they rest and never fill. */
-const restingBids = (prefix: string, count: number): Array<PlaceIntent> =>
-  Array.from({ length: count }, (_, i) => ({
-    type: "limit",
-    tag: `${prefix}-${i}`,
-    symbol: "BTCUSDT",
-    side: "buy",
-    baseQty: new Decimal("0.001"),
-    limitPrice: new Decimal(50_000 + i)
-  }))
 
 describe("engine send path", () => {
   it("sends each placement of a large batch once, after it is marked, and records one answer for each", async () => {

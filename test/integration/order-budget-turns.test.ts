@@ -6,11 +6,9 @@
  */
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { Decimal } from "../../src/domain/Decimal.js"
-import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
-import { engineOnVenue, eventually } from "./engine-harness.js"
+import { engineOnVenue, eventually, restingBids } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -20,17 +18,6 @@ afterEach(async () => {
 /** Orders per 10 s the venue allows. */
 const LIMIT = 6
 const ORDER_WINDOW_MS = 10_000
-
-/** Bids far below the last price: they rest and never fill. */
-const restingBids = (prefix: string, count: number): Array<PlaceIntent> =>
-  Array.from({ length: count }, (_, i) => ({
-    type: "limit",
-    tag: `${prefix}-${i}`,
-    symbol: "BTCUSDT",
-    side: "buy",
-    baseQty: new Decimal("0.001"),
-    limitPrice: new Decimal(50_000 + i)
-  }))
 
 describe("the order budget shared in turns", () => {
   it("grants placements to the waiting instances in turn while the order budget binds", async () => {
