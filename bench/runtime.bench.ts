@@ -36,14 +36,9 @@ import { BTCUSDT, viewOf } from "../src/strategy/testing.js"
 import { decodeAccounts, devAccounts, toPairSpec } from "../src/venue/Accounts.js"
 import { syntheticCandles } from "../src/venue/Tape.js"
 import smaCrossover from "../strategies/sma-crossover.js"
+import { wholeNumber } from "./Knobs.js"
 
 const ROOT = resolve(import.meta.dirname, "..")
-
-const wholeNumber = (name: string, fallback: number, min: number, max: number): number => {
-  const value = Number(process.env[name] ?? fallback)
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got ${process.env[name]}`)
-  return value
-}
 
 const hostEvents = wholeNumber("BENCH_HOST_EVENTS", 2000, 100, 1_000_000)
 const simMinutes = wholeNumber("BENCH_SIM_MINUTES", 60, 10, 600)
