@@ -1,5 +1,7 @@
-// Starts apps/<app>/main: the TypeScript sources through tsx in a checkout, or
-// the compiled output in the production image (dist/ present, sources absent).
+// Starts apps/<app>/main: in a checkout, from a bundle of the sources (bin/bundle.js), built
+// when a source changed, or through tsx where no bundle can be built (a checkout the user may
+// not write, with no build of its sources yet); in the production image (dist/ present, sources
+// absent), the compiled output.
 import { existsSync } from "node:fs"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { dirname, join } from "node:path"
@@ -13,7 +15,17 @@ export const launch = async (app) => {
     await import(pathToFileURL(compiled).href)
     return
   }
-  const { register } = await import("tsx/esm/api")
-  register()
-  await import(pathToFileURL(source).href)
+  const bundle = await import("./bundle.js").then(({ freshBundle }) => freshBundle(root)).catch((error) => {
+    process.stderr.write(`svcbot: running from the sources, slower to start: no bundle of them could be built (${error instanceof Error ? error.message : String(error)})\n`)
+    return undefined
+  })
+  if (bundle === undefined) {
+    const { register } = await import("tsx/esm/api")
+    register()
+    await import(pathToFileURL(source).href)
+    return
+  }
+  // A defect's stack names the sources' lines, not the bundle's.
+  process.setSourceMapsEnabled(true)
+  await import(pathToFileURL(join(bundle, "apps", app, "main.js")).href)
 }
