@@ -1,5 +1,5 @@
 import { tierConfig } from "./test/support/tiers.js"
 
-// Whole daemons and the chaos suite: mostly waiting on candles, polls and restarts, so two files at
-// a time; each spawns processes of its own, so not more on two cores.
-export default tierConfig("slow", { maxWorkers: 2, isolate: true })
+// Whole daemons and the chaos suite: mostly waiting on candles, polls, kills and restarts, so four
+// files at a time on two cores; a daemon's start costs about a second of CPU (the bundle).
+export default tierConfig("slow", { maxWorkers: 4, isolate: true })

@@ -64,11 +64,17 @@ const keyOf = (root, sources) => {
   return hash.digest("hex").slice(0, 16)
 }
 
-/** Replaces `import.meta.url` in each source with its mirrored location in the build (see the header). */
+/**
+ * Replaces `import.meta.url` in each source with its mirrored location in the build (see the
+ * header), and tells src/strategy/BundledFrom.ts which checkout the build is of: the shipped
+ * strategies' sources, hashed for promotion records, are the checkout's files, not the build's.
+ */
 const locationPlugin = (root, finalDir) => ({
   name: "svcbot-locations",
   setup(build) {
+    const bundledFrom = join(root, "src", "strategy", "BundledFrom.ts")
     build.onLoad({ filter: /\.ts$/ }, async (args) => {
+      if (args.path === bundledFrom) return { contents: `export const BUNDLED_FROM = ${JSON.stringify(root)}\n`, loader: "ts" }
       const { readFile } = await import("node:fs/promises")
       const text = await readFile(args.path, "utf8")
       if (!text.includes("import.meta.url")) return { contents: text, loader: "ts" }

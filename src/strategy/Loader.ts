@@ -18,12 +18,24 @@
  */
 import { existsSync, readdirSync, statSync } from "node:fs"
 import { register } from "node:module"
-import { dirname, extname, isAbsolute, join, resolve } from "node:path"
+import { dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { Data, Effect } from "effect"
+import { BUNDLED_FROM } from "./BundledFrom.js"
 import type { StrategyDefinition } from "./Strategy.js"
 
-export const STRATEGIES_DIR = fileURLToPath(new URL("../../strategies/", import.meta.url))
+/**
+ * The shipped strategies' sources: what a name finds, what is hashed for promotion records and
+ * shown. In a bundle (bin/bundle.js) they are the checkout's, and each runs from its bundled
+ * module (`runnable`), which shares the daemon's modules.
+ */
+export const STRATEGIES_DIR = BUNDLED_FROM === undefined ? fileURLToPath(new URL("../../strategies/", import.meta.url)) : join(BUNDLED_FROM, "strategies") + sep
+
+/** The module to import for a plugin file: itself, but a shipped strategy's bundled module in a bundle. */
+const runnable = (path: string): string =>
+  BUNDLED_FROM === undefined || !path.startsWith(STRATEGIES_DIR)
+    ? path
+    : fileURLToPath(new URL(`../../strategies/${relative(STRATEGIES_DIR, path).replace(/\.ts$/, ".js")}`, import.meta.url))
 
 export class StrategyNotFound extends Data.TaggedError("StrategyNotFound")<{ readonly instanceId: string; readonly message: string }> {}
 
@@ -174,7 +186,7 @@ export const loadStrategy = (instanceId: string, reference: string, cwd: string 
     const shipped = path.startsWith(STRATEGIES_DIR)
     if (!shipped) yield* Effect.promise(preparePluginSupport)
     const module = yield* Effect.tryPromise({
-      try: () => import(pathToFileURL(path).href) as Promise<Record<string, unknown>>,
+      try: () => import(pathToFileURL(runnable(path)).href) as Promise<Record<string, unknown>>,
       catch: (cause) => new StrategyNotFound({ instanceId, message: `${field}: ${importFailure(path, cause)}` })
     })
     const exported = isDefinition(module.default) ? module.default : Object.values(module).find(isDefinition)

@@ -9,6 +9,8 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "vitest"
 import { freshBundle } from "../../bin/bundle.js"
+import { sourceHashOfFile } from "../../src/domain/Hash.js"
+import { ROOT, svcbot } from "../support/daemon.js"
 
 const write = (root: string, file: string, text: string) => {
   mkdirSync(join(root, file, ".."), { recursive: true })
@@ -58,5 +60,16 @@ describe("the bundle of a checkout's sources", () => {
     expect(second).not.toBe(first)
     expect((await load(second, "apps/demo/main.js")).generation).toBe(2)
     expect((await load(first, "apps/demo/main.js")).generation).toBe(1)
+  })
+})
+
+describe("a shipped strategy run from the checkout's bundle", () => {
+  it("is the checkout's source file where it is shown and hashed for promotion records", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svcbot-bundle-grid-"))
+    const run = svcbot(["backtest", "--strategy", "grid", "--synthetic", "42:300", "--json", "--db", join(dir, "b.db")])
+    expect(await run.exit, run.stderr.join("")).toBe(0)
+    const out = JSON.parse(run.lines.join("\n")) as { readonly sourceHash: string; readonly strategy: string }
+    expect(out.strategy).toBe("grid")
+    expect(out.sourceHash).toBe(sourceHashOfFile(join(ROOT, "strategies/grid.ts")))
   })
 })

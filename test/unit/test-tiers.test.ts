@@ -1,6 +1,6 @@
 /**
- * `npm test` runs the tiers one after the other, not every file vitest.config.ts finds: a
- * test file outside every tier would never run in CI.
+ * `npm test` (scripts/test.mjs) runs the typecheck and the tiers, not every file vitest.config.ts
+ * finds: a test file outside every tier, or a tier the script leaves out, would never run in CI.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -37,4 +37,12 @@ describe("test tiers", () => {
     expect(offending).toEqual([])
   })
 
+  it("are each run by npm test, with the typecheck", () => {
+    const scripts = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts
+    expect(scripts.test).toBe("node scripts/test.mjs")
+    const runner = readFileSync(join(ROOT, "scripts/test.mjs"), "utf8")
+    const tiers = Object.keys(scripts).filter((name) => name.startsWith("test:"))
+    expect(tiers.sort()).toEqual(["test:container", "test:fast", "test:integration", "test:slow"])
+    expect([...tiers, "typecheck"].filter((name) => !runner.includes(`"${name}"`))).toEqual([])
+  })
 })
