@@ -1,8 +1,9 @@
-// `npm test`: the typecheck and every tier (test/support/tiers.ts). The container tier runs beside
-// the integration and slow tiers rather than after them: its files mostly wait on an image build
-// and on compose projects, which leaves the cores to the other tiers. Its output is held and
-// printed whole when it ends, so that the two streams do not interleave line by line. Exits 1
-// when any step fails, after every started step has ended.
+// `npm test`: the typecheck and the fast tier, then the integration, slow and container tiers at
+// once (test/support/tiers.ts). The slow and container tiers mostly wait (on daemons' candles,
+// kills and restarts, on an image build and compose projects), which leaves the cores to the
+// integration tier's work. The slow tier's output streams; the other two are held and printed
+// whole when each ends, so that no two streams interleave line by line. Exits 1 when any step
+// fails, after every started step has ended.
 import { spawn } from "node:child_process"
 
 const npmRun = (script, output) =>
@@ -26,15 +27,19 @@ const inOrder = async (scripts) => {
 const started = Date.now()
 const seconds = () => `${Math.round((Date.now() - started) / 1000)} s`
 
-let failures = [await inOrder(["typecheck", "test:fast"])].filter((f) => f !== undefined)
-if (failures.length === 0) {
-  const containerOutput = []
-  const container = npmRun("test:container", containerOutput).then((failure) => {
-    process.stdout.write(`\n--- test:container (ran beside test:integration and test:slow), ended at ${seconds()} ---\n`)
-    for (const chunk of containerOutput) process.stdout.write(chunk)
+/** Runs a tier with its output held, and prints that output whole when the tier ends. */
+const held = (script) => {
+  const output = []
+  return npmRun(script, output).then((failure) => {
+    process.stdout.write(`\n--- ${script} (ran beside the slow tier), ended at ${seconds()} ---\n`)
+    for (const chunk of output) process.stdout.write(chunk)
     return failure
   })
-  failures = (await Promise.all([inOrder(["test:integration", "test:slow"]), container])).filter((f) => f !== undefined)
+}
+
+let failures = [await inOrder(["typecheck", "test:fast"])].filter((f) => f !== undefined)
+if (failures.length === 0) {
+  failures = (await Promise.all([held("test:integration"), npmRun("test:slow"), held("test:container")])).filter((f) => f !== undefined)
 }
 process.stdout.write(`\nnpm test: ${failures.length === 0 ? "every step passed" : `failed: ${failures.join("; ")}`} in ${seconds()}\n`)
 process.exitCode = failures.length === 0 ? 0 : 1

@@ -13,6 +13,7 @@
  * `npm test`, which runs the tiers one after the other, runs every file.
  */
 import { defineConfig, type ViteUserConfig } from "vitest/config"
+import { BaseSequencer, type TestSpecification } from "vitest/node"
 
 export type Tier = "fast" | "integration" | "slow" | "container"
 
@@ -41,7 +42,10 @@ export const tierFiles = (tier: Tier): { readonly include: Array<string>; readon
  * imports Effect and the sources once per worker instead of once per file, which is most of what
  * the pure units cost; only a tier whose files leave no state behind may share a worker's modules.
  */
-export const tierConfig = (tier: Tier, options: { readonly maxWorkers: number; readonly isolate: boolean }): ViteUserConfig =>
+export const tierConfig = (
+  tier: Tier,
+  options: { readonly maxWorkers: number; readonly isolate: boolean; readonly longestFirst?: ReadonlyArray<string> }
+): ViteUserConfig =>
   defineConfig({
     test: {
       ...tierFiles(tier),
@@ -51,6 +55,39 @@ export const tierConfig = (tier: Tier, options: { readonly maxWorkers: number; r
       poolOptions: { forks: { isolate: options.isolate } },
       maxWorkers: options.maxWorkers,
       minWorkers: 1,
-      reporters: ["default"]
+      reporters: ["default"],
+      ...(options.longestFirst === undefined ? {} : { sequence: { sequencer: longestFirst(options.longestFirst) } })
     }
   })
+
+/**
+ * The slow tier's files that take minutes, longest first (seconds in a CI run: crash-loop 270,
+ * kill9 180, console 165, paper-parity 126, daemon-resilience 100, user-strategy 93, daemon 78,
+ * daemon-stop 70).
+ */
+export const SLOW_LONGEST_FIRST: ReadonlyArray<string> = [
+  "test/chaos/crash-loop.test.ts",
+  "test/chaos/kill9.test.ts",
+  "test/e2e/console.test.ts",
+  "test/e2e/paper-parity.test.ts",
+  "test/e2e/daemon-resilience.test.ts",
+  "test/e2e/user-strategy.test.ts",
+  "test/e2e/daemon.test.ts",
+  "test/e2e/daemon-stop.test.ts"
+]
+
+/**
+ * Starts the files named (relative to the checkout, longest first) before the rest. A tier's wall
+ * time is at least its longest file's; started last, a long file ends the tier alone. vitest
+ * orders by the durations of the last run on the machine, which a clean clone (CI) does not have.
+ */
+const longestFirst = (files: ReadonlyArray<string>) =>
+  class LongestFirst extends BaseSequencer {
+    override async sort(specifications: Array<TestSpecification>): Promise<Array<TestSpecification>> {
+      const rank = (specification: TestSpecification): number => {
+        const index = files.findIndex((file) => specification.moduleId.endsWith(`/${file}`))
+        return index < 0 ? files.length : index
+      }
+      return (await super.sort(specifications)).sort((a, b) => rank(a) - rank(b))
+    }
+  }

@@ -2,11 +2,11 @@
  * `npm test` (scripts/test.mjs) runs the typecheck and the tiers, not every file vitest.config.ts
  * finds: a test file outside every tier, or a tier the script leaves out, would never run in CI.
  */
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { ROOT } from "../support/daemon.js"
-import { tierOf } from "../support/tiers.js"
+import { SLOW_LONGEST_FIRST, tierOf } from "../support/tiers.js"
 
 const testFiles = (folder: string): Array<string> =>
   readdirSync(join(ROOT, folder), { recursive: true, encoding: "utf8" })
@@ -35,6 +35,10 @@ describe("test tiers", () => {
       return forbidden.filter((word) => !(allowed.get(file) ?? []).includes(word) && text.includes(word)).map((word) => `${file}: ${word}`)
     })
     expect(offending).toEqual([])
+  })
+
+  it("start the slow tier's longest files first: every file so named is a slow-tier file", () => {
+    expect(SLOW_LONGEST_FIRST.filter((file) => !existsSync(join(ROOT, file)) || tierOf(file) !== "slow")).toEqual([])
   })
 
   it("are each run by npm test, with the typecheck", () => {
