@@ -23,6 +23,7 @@ import type { InvalidTransition } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
 import { Database } from "../store/Database.js"
 import { type Move, OrderJournal } from "../store/OrderJournal.js"
+import { isStorageFailure } from "../store/StorageHealth.js"
 import type { OrderRow } from "../store/OrderRow.js"
 import type { Accepted } from "../svc/Api.js"
 import { Budget } from "../svc/Budget.js"
@@ -276,11 +277,19 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
       const group = awaitingMark.takeUpTo(settings.execution.markGroupSize - markedWaiting)
       markedWaiting += group.length
       const now = yield* Clock.currentTimeMillis
-      const moved = yield* journal.transitionMany(
+      const moved = yield* Effect.exit(journal.transitionMany(
         group.map((orderId) => ({ orderId, event: "send" as const, patch: { sentAt: now } })),
         now
-      )
-      yield* FiberSet.run(handOvers, Effect.uninterruptible(handOver(group, moved, now)))
+      ))
+      if (Exit.isFailure(moved)) {
+        // The stop ended a mark that waited for a failing storage: the group stays `intent`, never sent,
+        // for the stop to withdraw with the rest. Anything else is a defect of the marker's own.
+        if (!Option.exists(Cause.dieOption(moved.cause), isStorageFailure)) return yield* Effect.failCause(moved.cause)
+        markedWaiting -= group.length
+        outstanding.done(group.length)
+        return
+      }
+      yield* FiberSet.run(handOvers, Effect.uninterruptible(handOver(group, moved.value, now)))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(marking.withPermits(1)(markNextGroup)))))
 

@@ -222,7 +222,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
           return Effect.succeed(writing(() => moves.map((m) => move(m, now))))
         } catch (error) {
           if (!isStorageFailure(error) || waitsEnded) throw error
-          return Effect.zipRight(Effect.raceFirst(storage.awaitWritable, waitsEnd.await), markSending(moves, now))
+          // The marker runs uninterruptibly, and a race's loser inherits that: each wait is made
+          // interruptible so that the first to end ends the race, rather than both.
+          return Effect.zipRight(Effect.raceFirst(Effect.interruptible(storage.awaitWritable), Effect.interruptible(waitsEnd.await)), markSending(moves, now))
         }
       })
 

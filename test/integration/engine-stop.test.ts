@@ -11,10 +11,11 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { STOPPING } from "../../src/engine/AccountBlock.js"
+import { Database } from "../../src/store/Database.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
-import { eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+import { CapturedLog, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -95,5 +96,34 @@ describe("the graceful stop on a used-up rate budget", () => {
     expect(onVenue.map((o) => o.kind).sort()).toEqual(["cancelled", "fill"])
     const ledger = await second.run(Effect.map(Effect.flatMap(FillLedger, (l) => l.all), (fills) => fills.map((f) => f.fillId).sort()))
     expect(ledger).toEqual(await venueFillIds(venue))
+  }, 60_000)
+
+  it("ends a mark that waits for a failing storage and finishes: the placement stays unsent, the venue never sees it", async () => {
+    const venue = await startVenue({ settleMs: 0 })
+    cleanups.push(() => venue.close())
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    // A stop bound far past the test's own timeout: a stop that waited for the mark out to its bound fails the test.
+    const options = testOptions(db.path, { cancelOnStop: false, stopWithinMs: 600_000, execution: { sendConcurrency: 1, markGroupSize: 1 } })
+    const engine = await startEngine(venue, options, new CapturedLog(), 10_000)
+    cleanups.push(() => engine.runtime.dispose())
+    // From here every request waits 2 s before the venue sees it, so that placements queue behind the first.
+    await venue.admin("POST", "/_venue/faults", { latencyMs: 2000 })
+    const byTag = (tag: string) => Effect.flatMap(OrderJournal, (j) => j.latestByTag("s-full", tag))
+
+    await engine.run(Effect.flatMap(Engine, (e) => e.submit("s-full", [bid("f1", "50001"), bid("f2", "50002"), bid("f3", "50003")])))
+    const queued = Effect.map(Effect.all([byTag("f1"), byTag("f2"), byTag("f3")]), (rows) => rows.map((o) => o!.state))
+    await engine.run(eventually(Effect.map(queued, (states) => (states.join() === "submitting,submitting,intent" ? states : undefined)), "the placements to queue up"))
+    // The file refuses every write from here (SQLITE_READONLY): f3's mark, due once a sender takes f2, waits for it.
+    await engine.runtime.runPromise(Effect.flatMap(Database, (database) => Effect.sync(() => database.sqlite.pragma("query_only = ON"))))
+    const seen = async () => ((await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<unknown>).length
+    await expect.poll(seen, { timeout: 15_000 }).toBe(2)
+
+    const report = await engine.run(Effect.flatMap(Engine, (e) => e.stop))
+    expect(report.storage).toMatch(/read-only/)
+    expect(report.left).toBe(true)
+    expect(await seen()).toBe(2)
+    expect(engine.log.events("engine.stop-incomplete")).toHaveLength(1)
   }, 60_000)
 })
