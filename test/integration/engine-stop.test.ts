@@ -4,6 +4,8 @@
  * the rest of its (day-long) weight window: the stop withdraws what it had not sent, cannot
  * confirm its cancels or sync the last fill, and says so in `engine.stop-incomplete`. Once the
  * budget is back, the next start and stop finish that work: nothing lost, nothing sent twice.
+ * And the stop on a database that refuses writes while a placement's mark waits for it: the
+ * wait ends, the placement is never sent, and the stop finishes.
  */
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
