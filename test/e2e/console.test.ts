@@ -19,6 +19,7 @@ if (!haveChromium) process.stderr.write(`console browser test skipped: ${CHROMIU
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 const ARTIFACTS = join("test", "artifacts")
 const TOKEN = "console-test-token-0123456789abcdefghijklmnop"
+const HEARTBEAT_MS = 10_000
 
 afterAll(killAll)
 
@@ -65,6 +66,8 @@ describe.skipIf(!haveChromium)("the operator's console", () => {
     const config = JSON.parse(readFileSync(join(ROOT, "config/default.json"), "utf8")) as Record<string, any>
     config.database.path = dbPath
     config.health = { port, token: TOKEN }
+    // Ten seconds instead of a minute, so that the CPU windows below each hold a heartbeat in 20 s.
+    config.heartbeatMs = HEARTBEAT_MS
     ids = config.strategies.map((s: { id: string }) => s.id)
     writeFileSync(configPath, JSON.stringify(config))
     origin = `http://127.0.0.1:${port}`
@@ -202,8 +205,8 @@ describe.skipIf(!haveChromium)("the operator's console", () => {
 
   it("costs the daemon about the same CPU with the page open and its event stream connected as without (printed)", async () => {
     const pid = run.child.pid!
-    // A minute each way: the heartbeat (a minute by default) falls in both windows.
-    const windowMs = 60_000
+    // Twice the heartbeat each way, so that the heartbeat falls in both windows.
+    const windowMs = 2 * HEARTBEAT_MS
     const measure = async () => {
       const start = cpuSeconds(pid)
       await delay(windowMs)
