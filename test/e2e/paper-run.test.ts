@@ -64,14 +64,17 @@ describe("svcbot run in paper mode records its evidence as it happens", () => {
 
       const first = svcbot(["run", "--config", configPath], env)
       await waitForEvent(first, "config.loaded", 60_000)
-      // Wait until a checkpoint holds fills of the grid: evidence is on disk before the kill.
+      // Wait until a checkpoint holds fills of the grid and the market maker's tickers and candles:
+      // evidence is on disk before the kill. Each instance checkpoints on its own, so the one does
+      // not say the other's is there.
       await pollUntil(
         async () => {
-          const held = (table: string) => query<{ n: number }>(dbPath, `SELECT count(*) AS n FROM ${table} t JOIN runs r ON r.run_id = t.run_id WHERE r.instance_id = 'grid'`)[0]!.n
-          return held("paper_fills") > 0 && held("paper_steps") > 0 ? true : undefined
+          const held = (instance: string, table: string) =>
+            query<{ n: number }>(dbPath, `SELECT count(*) AS n FROM ${table} t JOIN runs r ON r.run_id = t.run_id WHERE r.instance_id = ?`, instance)[0]!.n
+          return held("grid", "paper_fills") > 0 && held("grid", "paper_steps") > 0 && held("mm", "paper_tickers") > 0 && held("mm", "paper_candles") > 0 ? true : undefined
         },
         60_000,
-        "a checkpoint with the grid's fills and price steps",
+        "a checkpoint with the grid's fills and price steps and the market maker's tickers and candles",
         200
       )
       first.child.kill("SIGKILL")
