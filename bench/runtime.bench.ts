@@ -115,12 +115,12 @@ const hostRate = async (dbDir: string): Promise<{ readonly rate: number; readonl
       const instance = await runtime.runPromise(Scope.extend(runInstance({ id, definition: smaCrossover, params, symbol: "BTCUSDT" }, port, () => new Map(), Date.now), scope))
       const started = process.hrtime.bigint()
       const deadline = Date.now() + 120_000
-      // One fiber delivers, then looks between the host's steps (a yield, not a timer: a timer's millisecond
+      // One fiber delivers the pass (as a market-data poll does its new candles), then looks between the host's steps (a yield, not a timer: a timer's millisecond
       // would be most of a pass) until the last candle is handled. A run of the runtime per look would cost
       // a fiber and a promise each, and that time would be counted as the host's.
       await runtime.runPromise(
         Effect.gen(function* () {
-          yield* Effect.forEach(candles, (event) => instance.deliver({ _tag: "Candle", event }), { discard: true })
+          yield* instance.deliver(candles.map((event) => ({ _tag: "Candle", event })))
           while ((yield* instance.lastCandleOpen) !== lastOpen) {
             if (Date.now() > deadline) return yield* Effect.dieMessage("the host did not process every candle within 120 s")
             yield* Effect.yieldNow()

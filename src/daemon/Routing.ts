@@ -7,6 +7,7 @@ import type * as EngineModule from "../engine/Engine.js"
 import type { EngineEvent, OrderUpdate } from "../engine/EngineBus.js"
 import type { PaperEvidenceRecorder } from "../promotion/Evidence.js"
 import type { RunningInstance } from "../strategy/Host.js"
+import type { HostEvent } from "../strategy/Inbox.js"
 import type { OrderUpdateKind } from "../strategy/Strategy.js"
 import { fillEventOf } from "./FillEvents.js"
 
@@ -41,11 +42,11 @@ export const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<stri
     const forward = (event: EngineEvent): Effect.Effect<void> => {
       const instance = event.update.strategyId === null ? undefined : byId.get(event.update.strategyId)
       if (instance === undefined || event.update.tag === null) return Effect.void
-      if (event._tag === "Fill") return instance.deliver({ _tag: "Fill", event: fillEventOf(event.update.fill, event.update.tag) })
+      if (event._tag === "Fill") return instance.deliver([{ _tag: "Fill", event: fillEventOf(event.update.fill, event.update.tag) }])
       const update = event.update
       const kind = UPDATE_KINDS[update.state]
       if (kind === undefined) return Effect.void
-      return instance.deliver({
+      return instance.deliver([{
         _tag: "OrderUpdate",
         event: {
           tag: event.update.tag,
@@ -54,7 +55,7 @@ export const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<stri
           ...(update.code === null ? {} : { code: update.code }),
           filledBaseQty: update.filledBaseQty
         }
-      })
+      }])
     }
     yield* Effect.forkScoped(
       Stream.runForEach(updates, (event) => Effect.zipRight(forward(event), Effect.sync(() => { forwarded = event.seq })))
@@ -73,22 +74,27 @@ export const routeUpdates = (engine: EngineModule.Engine, byId: ReadonlyMap<stri
 /** The instance telling the paper evidence each candle, ticker, order update and fill it is given. */
 export const withEventsRecorded = (instance: RunningInstance, evidence: PaperEvidenceRecorder): RunningInstance => ({
   ...instance,
-  deliver: (event) => {
-    switch (event._tag) {
-      case "Candle":
-        evidence.candleGiven(instance.id, event.event)
-        break
-      case "Ticker":
-        evidence.tickerGiven(instance.id, event.event)
-        break
-      case "OrderUpdate":
-        // A refusal never reached the venue: the replay answers it at once, as the daemon does.
-        if (event.event.clientOrderId !== undefined) evidence.orderEventGiven(instance.id, { clientOrderId: event.event.clientOrderId, kind: event.event.kind })
-        break
-      case "Fill":
-        evidence.orderEventGiven(instance.id, { kind: "fill", fillId: event.event.fillId })
-        break
-    }
-    return instance.deliver(event)
+  deliver: (events) => {
+    for (const event of events) evidenceOf(instance.id, evidence, event)
+    return instance.deliver(events)
   }
 })
+
+/** What the paper evidence records of an event given to the instance. */
+const evidenceOf = (instanceId: string, evidence: PaperEvidenceRecorder, event: HostEvent): void => {
+  switch (event._tag) {
+    case "Candle":
+      evidence.candleGiven(instanceId, event.event)
+      break
+    case "Ticker":
+      evidence.tickerGiven(instanceId, event.event)
+      break
+    case "OrderUpdate":
+      // A refusal never reached the venue: the replay answers it at once, as the daemon does.
+      if (event.event.clientOrderId !== undefined) evidence.orderEventGiven(instanceId, { clientOrderId: event.event.clientOrderId, kind: event.event.kind })
+      break
+    case "Fill":
+      evidence.orderEventGiven(instanceId, { kind: "fill", fillId: event.event.fillId })
+      break
+  }
+}

@@ -74,8 +74,11 @@ export interface RunningInstance {
   readonly id: string
   readonly symbol: string
   readonly definition: StrategyDefinition
-  /** Queues an event; order updates and fills are never dropped, so this waits when the queue is full. */
-  readonly deliver: (event: HostEvent) => Effect.Effect<void>
+  /**
+   * Queues events in order: a poll's new candles in one step, an update or a fill alone. Order
+   * updates and fills are never dropped, so this waits whenever the queue is full.
+   */
+  readonly deliver: (events: ReadonlyArray<HostEvent>) => Effect.Effect<void>
   /** Why the instance is paused, if it is. */
   readonly pausedReason: Effect.Effect<string | undefined>
   /** Open time of the newest candle the instance has been given. */
@@ -173,7 +176,8 @@ export const runInstance = (
     let givenPrice: Decimal | undefined
     const prices = new Map<string, Decimal>()
     const viewOf = (account: AccountView): StrategyView => {
-      for (const [symbol, price] of lastPrices()) prices.set(symbol, price)
+      const polled = lastPrices()
+      if (polled.size > 0) for (const [symbol, price] of polled) prices.set(symbol, price)
       if (givenPrice !== undefined) prices.set(spec.symbol, givenPrice)
       return {
         params: spec.params,
@@ -455,7 +459,8 @@ export const runInstance = (
       Effect.gen(function* () {
         let account: AccountView | undefined
         let handled = false
-        for (const [i, event] of events.entries()) {
+        for (let i = 0; i < events.length; i++) {
+          const event = events[i]!
           if (pausedFor !== undefined) break
           if (storage.fault !== undefined) return yield* waitForStorage(events.slice(i))
           if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) continue
@@ -548,7 +553,6 @@ export const runInstance = (
       yield* Effect.acquireRelease(
         Effect.sync(() =>
           scheduleCron(expression, (context) => {
-            // A timer that finds the queue full is skipped: the next one comes.
             inbox.offer({ _tag: "Timer", event: { name: SCHEDULE_TIMER, scheduledAt: context.date.getTime() } })
           }, { name: `strategy:${spec.id}`, timezone: "UTC" })
         ),

@@ -61,7 +61,7 @@ export const missedEvents = (answers: ReadonlyArray<OwedAnswer>, fills: Readonly
 }
 
 /** How many events may wait for one instance; a delivery beyond it waits for the handler to catch up. */
-const QUEUE_CAPACITY = 1024
+export const QUEUE_CAPACITY = 1024
 
 /**
  * The instance's queue: events waiting to be handled, oldest first, at most QUEUE_CAPACITY of
@@ -101,17 +101,37 @@ export class Inbox {
   }
 
   /**
-   * Queues an event if there is room. Market data and timers a paused instance is given are dropped
-   * here, not when the loop next takes them, so that a resume soon after cannot let them through.
+   * Queues events in order, waiting for room whenever the queue is full. Market data and timers a
+   * paused instance is given are dropped here, not when the loop next takes them, so that a resume
+   * soon after cannot let them through.
    */
-  offer(event: HostEvent): boolean {
-    if (this.stopped || (isMomentary(event) && this.paused())) return true
-    if (this.events.length >= QUEUE_CAPACITY) return false
-    this.push(event)
-    return true
+  deliver = (events: ReadonlyArray<HostEvent>): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const queued = this.enqueue(events)
+      return queued === events.length ? Effect.void : Effect.zipRight(this.room.await, this.deliver(events.slice(queued)))
+    })
+
+  /** Queues an event if there is room, else drops it: a timer that finds the queue full is skipped, the next one comes. */
+  offer(event: HostEvent): void {
+    this.enqueue([event])
   }
 
-  deliver = (event: HostEvent): Effect.Effect<void> => Effect.suspend(() => (this.offer(event) ? Effect.void : Effect.zipRight(this.room.await, this.deliver(event))))
+  /** Queues events in order while there is room; how many it took (queued, or dropped as the pause says). */
+  private enqueue(events: ReadonlyArray<HostEvent>): number {
+    if (this.stopped) return events.length
+    const paused = this.paused()
+    const queue = this.events
+    let at = 0
+    for (; at < events.length; at++) {
+      const event = events[at]!
+      if (paused && isMomentary(event)) continue
+      if (queue.length >= QUEUE_CAPACITY) break
+      queue.push(event)
+    }
+    if (queue.length > 0) this.arrived.unsafeOpen()
+    if (queue.length >= QUEUE_CAPACITY) this.room.unsafeClose()
+    return at
+  }
 
   /** Everything waiting, once there is something. */
   takeAll: Effect.Effect<ReadonlyArray<HostEvent>> = Effect.suspend(() => {

@@ -64,7 +64,7 @@ export const runMarketData = (
         const time = ticker.time ?? now()
         for (const { instance } of group) {
           if (instance.definition.onTicker !== undefined) {
-            yield* instance.deliver({ _tag: "Ticker", event: { symbol, price: ticker.price, time } })
+            yield* instance.deliver([{ _tag: "Ticker", event: { symbol, price: ticker.price, time } }])
           }
         }
         if (group.every(({ instance }) => instance.definition.onCandle === undefined)) return
@@ -78,9 +78,7 @@ export const runMarketData = (
           yield* beforeCandles(instance)
           // An instance that never had a candle gets history first: all but the newest only warm its indicators up.
           const history = seen === undefined ? fresh.length - 1 : 0
-          for (const [i, candle] of fresh.entries()) {
-            yield* instance.deliver({ _tag: "Candle", event: i < history ? { symbol, interval, ...candle, warmup: true } : { symbol, interval, ...candle } })
-          }
+          yield* instance.deliver(fresh.map((candle, i) => ({ _tag: "Candle", event: i < history ? { symbol, interval, ...candle, warmup: true } : { symbol, interval, ...candle } })))
         }
       })
       yield* Effect.forkScoped(

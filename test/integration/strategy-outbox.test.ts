@@ -93,7 +93,7 @@ describe("strategy outbox", () => {
     // The process stops after the handler's state and intent were saved and before the engine journaled it.
     const stalled: TradingPort = { ...tradingPort(engine), submit: () => Effect.never }
     const first = await start(runtime, stalled)
-    await runtime.runPromise(first.instance.deliver({ _tag: "Candle", event: candle("60000", 0) }))
+    await runtime.runPromise(first.instance.deliver([{ _tag: "Candle", event: candle("60000", 0) }]))
     const saved = await runtime.runPromise(eventually(Effect.map(Effect.flatMap(StrategyStateStore, (s) => s.outbox(STRATEGY_ID)), (rows) => (rows.length > 0 ? rows : undefined)), "the outbox row"))
     await first.stop()
     expect(saved.map((row) => row.intent.tag)).toEqual(["bid-1"])
@@ -122,7 +122,7 @@ describe("strategy outbox", () => {
     const { venue, runtime, log } = await setup()
     const engine = await runtime.runPromise(Engine)
     const first = await start(runtime, { ...tradingPort(engine), submit: () => Effect.never })
-    await runtime.runPromise(first.instance.deliver({ _tag: "Candle", event: candle("60000", 0) }))
+    await runtime.runPromise(first.instance.deliver([{ _tag: "Candle", event: candle("60000", 0) }]))
     await runtime.runPromise(eventually(Effect.map(Effect.flatMap(StrategyStateStore, (s) => s.outbox(STRATEGY_ID)), (rows) => (rows.length > 0 ? true : undefined)), "the outbox row"))
     await first.stop()
 
@@ -139,7 +139,7 @@ describe("strategy outbox", () => {
     const engine = await runtime.runPromise(Engine)
     const running = await start(runtime, tradingPort(engine))
     // A bid that is journaled, then a cancel of an unknown tag that the engine refuses.
-    await runtime.runPromise(running.instance.deliver({ _tag: "Candle", event: candle("60000", 0) }))
+    await runtime.runPromise(running.instance.deliver([{ _tag: "Candle", event: candle("60000", 0) }]))
     await runtime.runPromise(eventually(Effect.promise(async () => ((await journaledTags(runtime)).length === 1 ? true : undefined)), "the bid journaled"))
     const [refused] = await runtime.runPromise(engine.submit(STRATEGY_ID, [{ type: "cancel", tag: "no-such-order" }], await saveIntent(runtime, { type: "cancel", tag: "no-such-order" })))
     await running.stop()

@@ -93,8 +93,8 @@ describe("a restored strategy instance", () => {
   it("hears first, once and in order, the final updates and fills of its orders that came while it did not run", async () => {
     const { venue, runtime, log, engine, start, storedWhen, orderState, orderIn } = await setup()
     const first = await start()
-    await runtime.runPromise(first.instance.deliver({ _tag: "Candle", event: candle("59000", 60_000) }))
-    await runtime.runPromise(first.instance.deliver({ _tag: "Candle", event: candle("58000", 120_000) }))
+    await runtime.runPromise(first.instance.deliver([{ _tag: "Candle", event: candle("59000", 60_000) }]))
+    await runtime.runPromise(first.instance.deliver([{ _tag: "Candle", event: candle("58000", 120_000) }]))
     await orderIn("bid-1", "resting")
     await orderIn("bid-2", "resting")
     await first.stop()
@@ -115,9 +115,9 @@ describe("a restored strategy instance", () => {
     expect(log.events("strategy.missed")).toMatchObject([{ strategy: STRATEGY_ID, orderUpdates: 2, fills: 1 }])
 
     // A copy of what it was handed (the engine publishing it once the instance runs) is not handed again.
-    await runtime.runPromise(second.instance.deliver({ _tag: "OrderUpdate", event: { ...update("bid-1", "cancelled"), clientOrderId: (await orderState("bid-1"))!.clientOrderId! } }))
-    await runtime.runPromise(second.instance.deliver({ _tag: "Fill", event: fillEventOf(filled!, "bid-2") }))
-    await runtime.runPromise(second.instance.deliver({ _tag: "Candle", event: candle("56000", 180_000) }))
+    await runtime.runPromise(second.instance.deliver([{ _tag: "OrderUpdate", event: { ...update("bid-1", "cancelled"), clientOrderId: (await orderState("bid-1"))!.clientOrderId! } }]))
+    await runtime.runPromise(second.instance.deliver([{ _tag: "Fill", event: fillEventOf(filled!, "bid-2") }]))
+    await runtime.runPromise(second.instance.deliver([{ _tag: "Candle", event: candle("56000", 180_000) }]))
     const after = await storedWhen("the candle after the copies", (s) => s.seq === 3)
     expect(after.heard).toEqual(["cancelled bid-1", "fill-event bid-2", "fill bid-2"])
     await orderIn("bid-3", "resting")
@@ -125,7 +125,7 @@ describe("a restored strategy instance", () => {
 
     // Nothing is owed any more: the next start hands nothing.
     const third = await start()
-    await runtime.runPromise(third.instance.deliver({ _tag: "Candle", event: candle("56000", 240_000) }))
+    await runtime.runPromise(third.instance.deliver([{ _tag: "Candle", event: candle("56000", 240_000) }]))
     expect((await storedWhen("the next start's candle", (s) => s.seq === 4)).heard).toEqual(["cancelled bid-1", "fill-event bid-2", "fill bid-2"])
     await third.stop()
     expect(log.events("strategy.missed")).toHaveLength(1)
@@ -134,7 +134,7 @@ describe("a restored strategy instance", () => {
   it("does not hand an instance that starts from init the outcomes of orders its state never knew", async () => {
     const { runtime, log, engine, start, storedWhen, orderIn } = await setup()
     const first = await start()
-    await runtime.runPromise(first.instance.deliver({ _tag: "Candle", event: candle("59000", 60_000) }))
+    await runtime.runPromise(first.instance.deliver([{ _tag: "Candle", event: candle("59000", 60_000) }]))
     await orderIn("bid-1", "resting")
     await first.stop()
     await runtime.runPromise(engine.submit(STRATEGY_ID, [{ type: "cancel", tag: "bid-1" }]))
@@ -142,7 +142,7 @@ describe("a restored strategy instance", () => {
 
     // Another plugin under the same id starts from init.
     const replaced = await start(defineStrategy({ ...recorder, name: "another-recorder" }))
-    await runtime.runPromise(replaced.instance.deliver({ _tag: "Candle", event: candle("58000", 120_000) }))
+    await runtime.runPromise(replaced.instance.deliver([{ _tag: "Candle", event: candle("58000", 120_000) }]))
     expect((await storedWhen("the candle handled", (s) => s.seq === 1)).heard).toEqual([])
     await replaced.stop()
     expect(log.events("strategy.missed")).toMatchObject([{ strategy: STRATEGY_ID, orderUpdates: 1, fills: 0, action: expect.stringContaining("not handed") }])

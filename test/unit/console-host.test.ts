@@ -70,7 +70,7 @@ const setup = async () => {
   const instance = await runtime.runPromise(Scope.extend(runInstance({ id: "q", definition: quoter, params: {}, symbol: "BTCUSDT" }, port, () => new Map(), Date.now), scope))
   const stored = Effect.map(Effect.flatMap(StrategyStateStore, (store) => store.load("q")), (row) => (row === undefined ? undefined : (JSON.parse(row.state) as { candles: number; refused: Array<string> })))
   const handled = (n: number) => runtime.runPromise(eventually(Effect.map(stored, (s) => (s !== undefined && s.candles >= n ? s : undefined)), `candle ${n} handled`))
-  const give = (n: number) => runtime.runPromise(instance.deliver({ _tag: "Candle", event: candle("60000", n * 60_000) }))
+  const give = (n: number) => runtime.runPromise(instance.deliver([{ _tag: "Candle", event: candle("60000", n * 60_000) }]))
   return { runtime, instance, submitted, handled, give, stored }
 }
 

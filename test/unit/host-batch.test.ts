@@ -97,7 +97,7 @@ describe("strategy host batches", () => {
   it("saves the state the events waiting in its queue leave once, not once per event", async () => {
     const { runtime, real, saves, start } = await setup()
     const instance = await start()
-    await runtime.runPromise(Effect.forEach(Array.from({ length: 500 }, (_, i) => candle("50", (i + 1) * 60_000)), (event) => instance.deliver({ _tag: "Candle", event }), { discard: true }))
+    await runtime.runPromise(Effect.forEach(Array.from({ length: 500 }, (_, i) => candle("50", (i + 1) * 60_000)), (event) => instance.deliver([{ _tag: "Candle", event }]), { discard: true }))
     const state = await runtime.runPromise(eventually(Effect.map(stored(real), (s) => (s?.candles === 500 ? s : undefined)), "every candle handled and saved"))
     expect(state.candles).toBe(500)
     // A handful of takes from the queue at most (it holds 1024 events), each one save.
@@ -107,7 +107,7 @@ describe("strategy host batches", () => {
   it("saves and submits an event's intents before the next event of the same batch, whose view shows the order", async () => {
     const { runtime, real, submitted, start } = await setup()
     const instance = await start()
-    await runtime.runPromise(Effect.forEach([candle("50", 60_000), candle("100", 120_000), candle("50", 180_000)], (event) => instance.deliver({ _tag: "Candle", event }), { discard: true }))
+    await runtime.runPromise(Effect.forEach([candle("50", 60_000), candle("100", 120_000), candle("50", 180_000)], (event) => instance.deliver([{ _tag: "Candle", event }]), { discard: true }))
     const state = await runtime.runPromise(eventually(Effect.map(stored(real), (s) => (s?.candles === 3 ? s : undefined)), "three candles saved"))
     expect(state.sawBid).toEqual([false, false, true])
     expect(submitted).toHaveLength(1)
@@ -118,17 +118,17 @@ describe("strategy host batches", () => {
   it("goes back to the state it last saved when a handler throws, pauses, and goes on from there after a resume", async () => {
     const { runtime, real, start } = await setup()
     const instance = await start()
-    await runtime.runPromise(instance.deliver({ _tag: "Candle", event: candle("50", 60_000) }))
+    await runtime.runPromise(instance.deliver([{ _tag: "Candle", event: candle("50", 60_000) }]))
     await runtime.runPromise(eventually(Effect.map(stored(real), (s) => (s?.candles === 1 ? s : undefined)), "the first candle saved"))
     await runtime.runPromise(
-      Effect.forEach([candle("50", 120_000), candle("50", 180_000), candle("666", 240_000), candle("50", 300_000)], (event) => instance.deliver({ _tag: "Candle", event }), { discard: true })
+      Effect.forEach([candle("50", 120_000), candle("50", 180_000), candle("666", 240_000), candle("50", 300_000)], (event) => instance.deliver([{ _tag: "Candle", event }]), { discard: true })
     )
     const reason = await runtime.runPromise(eventually(instance.pausedReason, "the pause"))
     expect(reason).toContain("the candle of the beast")
     expect((await runtime.runPromise(stored(real)))?.candles).toBe(1)
     await runtime.runPromise(real.resume("batch", Date.now()))
     await runtime.runPromise(eventually(Effect.map(instance.pausedReason, (r) => (r === undefined ? true : undefined)), "the resume"))
-    await runtime.runPromise(instance.deliver({ _tag: "Candle", event: candle("50", 360_000) }))
+    await runtime.runPromise(instance.deliver([{ _tag: "Candle", event: candle("50", 360_000) }]))
     const state = await runtime.runPromise(eventually(Effect.map(stored(real), (s) => (s !== undefined && s.candles > 1 ? s : undefined)), "the candle after the resume"))
     // The two candles handled before the throw were never saved: the instance goes on from the first.
     expect(state.candles).toBe(2)
