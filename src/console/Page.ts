@@ -312,11 +312,18 @@ const APP = String.raw`
       r.body.promotions.forEach(function (p) { state.promotions[p.instance] = p; renderPromotion(p.instance); });
     });
   }
+  // A read that fails (the daemon busy or restarting, the network) is tried again a few seconds
+  // later: the page never stays half read.
   function loadAll() {
     return loadInstances().then(function (ok) {
-      if (!ok) return;
+      if (!ok) throw new Error("instances unreadable");
       return Promise.all([loadOrders(), loadHealth(), loadPromotions()].concat(state.instances.map(function (row) { return Promise.all([loadFills(row.id), loadPnl(row.id)]); })))
         .then(function () { document.body.setAttribute("data-loaded", "true"); });
+    }).catch(function (error) {
+      // Waiting for the token: saving it reads again.
+      if ($("token-panel").classList.contains("open")) return;
+      notice("reading the daemon's state failed (" + error.message + "), trying again");
+      later("loadAll", 3000, loadAll);
     });
   }
 

@@ -159,6 +159,21 @@ describe.skipIf(!haveChromium)("the operator's console", () => {
     await page.close()
   }, 300_000)
 
+  it("reads again a few seconds after a read fails, instead of staying half loaded", async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } })
+    let asked = 0
+    // The first read of the instances after the token fails as a dropped connection would.
+    await page.route(`${origin}/api/v1/instances`, (route) => (++asked === 1 ? route.abort("connectionreset") : route.continue()))
+    await page.goto(`${origin}/`)
+    await page.locator("#token-panel.open").waitFor({ timeout: 30_000 })
+    await page.fill("#token-input", TOKEN)
+    await page.click("#token-save")
+    await page.locator("body[data-loaded=true]").waitFor({ timeout: 60_000 })
+    expect(asked, "the instances read again after the failed one").toBeGreaterThanOrEqual(2)
+    expect(await page.locator("article.instance").count()).toBe(ids.length)
+    await page.close()
+  }, 120_000)
+
   it("answers controls 401 with a wrong or missing token and 200 with the right one, logging each action once", async () => {
     expect((await api("/api/v1/instances/btc-dca/stop-entries", { method: "POST", token: null })).status).toBe(401)
     const wrong = await api("/api/v1/instances/btc-dca/stop-entries", { method: "POST", token: `${TOKEN}x` })
