@@ -14,7 +14,7 @@
 import { Either } from "effect"
 import { fromString, InvalidDecimal, sign, type Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../domain/Json.js"
-import { exact, parseNatively } from "./AnswerJson.js"
+import { exact } from "./AnswerJson.js"
 import type { Fill, FillsPage } from "./Api.js"
 import { Side } from "../domain/OrderTerms.js"
 import { Liquidity } from "./Dialect.js"
@@ -37,12 +37,22 @@ const nativeRows = new WeakMap<ReadonlyArray<unknown>, ReadonlyArray<string>>()
  * fill rows of a page read natively, which `decodeFillsPage` reads.
  */
 export const parseFillsAnswer = (text: string): unknown => {
-  const value = parseNatively(text)
-  if (value === undefined) return parse(text)
-  if (!isRecord(value) || !Array.isArray(value.fills)) return exact(value)
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return parse(text)
+  }
+  if (!isRecord(value) || !Array.isArray(value.fills)) return JSON.stringify(value) === text ? exact(value) : parse(text)
   const rows: Array<unknown> = value.fills
-  nativeRows.set(rows, rows.map((row) => JSON.stringify(row)))
-  for (const key in value) if (key !== "fills") value[key] = exact(value[key])
+  const texts = rows.map((row) => JSON.stringify(row))
+  // The exactness check of AnswerJson.ts, with the page written out from the rows' texts rather
+  // than written out again: JSON.stringify writes a parsed object's keys in this order, this way.
+  const keys = Object.keys(value)
+  const written = keys.map((key) => `${JSON.stringify(key)}:${key === "fills" ? `[${texts.join(",")}]` : JSON.stringify(value[key])}`)
+  if (`{${written.join(",")}}` !== text) return parse(text)
+  nativeRows.set(rows, texts)
+  for (const key of keys) if (key !== "fills") value[key] = exact(value[key])
   return value
 }
 

@@ -295,6 +295,20 @@ describe("fills decoder", () => {
     expect(Either.isRight(candidate(JSON.stringify(rebate)))).toBe(true)
   })
 
+  it("reads exactly a page that JSON.stringify would write otherwise: keys twice, fills after another key, numbers not in their shortest form", () => {
+    const row = JSON.stringify((JSON.parse(svcVenuePage(1)) as { fills: Array<unknown> }).fills[0])
+    // A key twice: refused, as Json.parse refuses it.
+    expectSame(`{"fills":[],"nextCursor":null,"fills":[${row}]}`)
+    for (const page of [
+      `{"nextCursor":null,"fills":[${row},${row.replace("F1000", "F1001")}]}`,
+      `{"fills":[${row.replace('"time":', '"other":1.0e3,"time":')}],"nextCursor":null}`,
+      `{"fills":[${row}],"nextCursor":null,"extra":1.50}`
+    ]) {
+      expectSame(page)
+      expect(Either.isRight(candidate(page)), page).toBe(true)
+    }
+  })
+
   it("property: parses any text to what Json.parse gives, or refuses it as Json.parse does", () => {
     // A natively read page's rows keep the doubles that hold their number tokens exactly.
     const tokens = (value: unknown): unknown =>
