@@ -10,7 +10,7 @@
  * - container: the image built and run with compose (vitest.container.config.ts).
  *
  * Every test file is in exactly one tier (test/unit/test-tiers.test.ts holds that), so
- * `npm test`, which runs the tiers one after the other, runs every file.
+ * `npm test`, which runs every tier, runs every file.
  */
 import { defineConfig, type ViteUserConfig } from "vitest/config"
 import { BaseSequencer, type TestSpecification } from "vitest/node"
