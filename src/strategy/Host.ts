@@ -176,8 +176,7 @@ export const runInstance = (
     let givenPrice: Decimal | undefined
     const prices = new Map<string, Decimal>()
     const viewOf = (account: AccountView): StrategyView => {
-      const polled = lastPrices()
-      if (polled.size > 0) for (const [symbol, price] of polled) prices.set(symbol, price)
+      for (const [symbol, price] of lastPrices()) prices.set(symbol, price)
       if (givenPrice !== undefined) prices.set(spec.symbol, givenPrice)
       return {
         params: spec.params,

@@ -14,7 +14,7 @@
 import { Either } from "effect"
 import { fromString, InvalidDecimal, sign, type Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber, parse, stringify } from "../domain/Json.js"
-import { exact } from "./AnswerJson.js"
+import { exact, parseAnswer } from "./AnswerJson.js"
 import type { Fill, FillsPage } from "./Api.js"
 import { Side } from "../domain/OrderTerms.js"
 import { Liquidity } from "./Dialect.js"
@@ -43,7 +43,8 @@ export const parseFillsAnswer = (text: string): unknown => {
   } catch {
     return parse(text)
   }
-  if (!isRecord(value) || !Array.isArray(value.fills)) return JSON.stringify(value) === text ? exact(value) : parse(text)
+  // No page (an error answer): read as every other answer is.
+  if (!isRecord(value) || !Array.isArray(value.fills)) return parseAnswer(text)
   const rows: Array<unknown> = value.fills
   const texts = rows.map((row) => JSON.stringify(row))
   // The exactness check of AnswerJson.ts, with the page written out from the rows' texts rather
