@@ -191,6 +191,15 @@ interface Cluster {
   readonly clusterCpuRatio: number
   readonly clusterCpuGoal: number
   readonly roundRatios: ReadonlyArray<number>
+  /** The cluster's CPU milliseconds per trial by where they were spent (medians of the rounds). */
+  readonly cpuMsPerJob: { readonly workers: number; readonly runner: number; readonly postgres: number }
+}
+
+/** One cluster round's CPU milliseconds per trial: the two worker processes, this process (the run's runner), the PostgreSQL server. */
+interface CpuParts {
+  readonly workersMs: number
+  readonly runnerMs: number
+  readonly postgresMs: number
 }
 
 try {
@@ -217,14 +226,25 @@ try {
         // Untimed: each worker prepares the study, the run learns the trial time and where its lanes go.
         await runner.run(warmup(workers.length))
         await runner.run(fresh(trialCount))
-        const measured: Array<{ threads: Timing; cluster: Timing }> = []
+        const workersCpu = () => workers.reduce((sum, worker) => sum + processCpuSeconds(worker.child.pid!), 0)
+        const measured: Array<{ threads: Timing; cluster: Timing; parts: CpuParts }> = []
         for (let round = 0; round < rounds; round++) {
           const batch = fresh(clusterTrialCount)
-          measured.push({ threads: await timed(twoThreads, batch), cluster: await timed(runner, batch, otherCpu) })
+          const threads = await timed(twoThreads, batch)
+          const before = { workers: workersCpu(), postgres: postgresCpu() }
+          const cluster = await timed(runner, batch, otherCpu)
+          const workersMs = ((workersCpu() - before.workers) / batch.length) * 1000
+          const postgresMs = ((postgresCpu() - before.postgres) / batch.length) * 1000
+          measured.push({ threads, cluster, parts: { workersMs, postgresMs, runnerMs: cluster.cpuSecondsPerJob * 1000 - workersMs - postgresMs } })
         }
         const roundRatios = measured.map((m) => m.cluster.jobsPerSecond / m.threads.jobsPerSecond)
         const middle = measured[roundRatios.indexOf(median(roundRatios))] ?? measured[0]!
         const cpuSecondsPerJob = median(measured.map((m) => m.cluster.cpuSecondsPerJob))
+        const cpuMsPerJob = {
+          workers: median(measured.map((m) => m.parts.workersMs)),
+          runner: median(measured.map((m) => m.parts.runnerMs)),
+          postgres: median(measured.map((m) => m.parts.postgresMs))
+        }
         const threadsCpuSecondsPerJob = median(measured.map((m) => m.threads.cpuSecondsPerJob))
         return {
           workers: workers.length,
@@ -236,7 +256,8 @@ try {
           threadsCpuSecondsPerJob,
           clusterCpuRatio: threadsCpuSecondsPerJob / cpuSecondsPerJob,
           clusterCpuGoal: CLUSTER_CPU_GOAL,
-          roundRatios
+          roundRatios,
+          cpuMsPerJob
         }
       } finally {
         await session.close()
@@ -276,7 +297,8 @@ try {
         ? []
         : [
             `cluster, ${cluster.workers} workers: ${cluster.jobsPerSecond.toFixed(2)} jobs/s against ${cluster.threadsJobsPerSecond.toFixed(2)} on 2 threads, ${clusterVsThreadsRatio.toFixed(3)} of them (goal ${CLUSTER_GOAL}; rounds ${cluster.roundRatios.map((r) => r.toFixed(3)).join(", ")}), ${cluster.clusterOverheadMs.toFixed(1)} ms more per job`,
-            `cluster CPU per job (workers, this process, PostgreSQL): ${cluster.cpuSecondsPerJob.toFixed(4)} s against ${cluster.threadsCpuSecondsPerJob.toFixed(4)} on 2 threads, ${cluster.clusterCpuRatio.toFixed(3)} (goal ${CLUSTER_CPU_GOAL})`
+            `cluster CPU per job (workers, this process, PostgreSQL): ${cluster.cpuSecondsPerJob.toFixed(4)} s against ${cluster.threadsCpuSecondsPerJob.toFixed(4)} on 2 threads, ${cluster.clusterCpuRatio.toFixed(3)} (goal ${CLUSTER_CPU_GOAL}); ` +
+              `by part ${cluster.cpuMsPerJob.workers.toFixed(2)} ms in the workers, ${cluster.cpuMsPerJob.runner.toFixed(2)} in this process, ${cluster.cpuMsPerJob.postgres.toFixed(2)} in PostgreSQL`
           ]),
       `main thread before and after the workers: ${baselineBefore.jobsPerSecond.toFixed(2)} and ${baselineAfter.jobsPerSecond.toFixed(2)} jobs/s`,
       ""

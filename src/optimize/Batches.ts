@@ -72,21 +72,39 @@ export class Lanes {
     return lanes
   }
 
-  /** The lanes a batch of trials starts on with `live` workers registered: the known ones, and probes for the workers not yet reached. */
+  /**
+   * The lanes a batch of trials starts on with `live` workers registered: the known ones, at most
+   * `perWorker` to a worker (the lowest numbered; the rest are retired), and probes for the workers
+   * not yet reached. A worker holding more lanes than the others would be sent more batches at once
+   * and finish last while the others wait.
+   */
   start(live: number): Array<number> {
-    const known = [...this.workerOf.keys()].filter((lane) => !this.retired.has(lane))
+    const held = new Map<string, number>()
+    const known: Array<number> = []
+    for (const [lane, worker] of [...this.workerOf].sort(([a], [b]) => a - b)) {
+      if (this.retired.has(lane)) continue
+      const count = held.get(worker) ?? 0
+      if (count >= this.perWorker) {
+        this.retired.add(lane)
+        continue
+      }
+      held.set(worker, count + 1)
+      known.push(lane)
+    }
     if (known.length === 0) return this.open(this.perWorker * Math.max(1, live), live)
     return [...known, ...this.topUp(new Set(known), live)]
   }
 
   /**
    * Records that `lane` was answered by `worker`; false when the lane is to stop: its worker
-   * already has its share of the `active` lanes, each of lower number.
+   * already holds `perWorker` lanes of lower number, whether or not they have a batch out now (a
+   * lane idle at the end of one batch of trials starts the next).
    */
-  answered(lane: number, worker: string, active: ReadonlySet<number>): boolean {
+  answered(lane: number, worker: string): boolean {
     this.workerOf.set(lane, worker)
-    const before = [...active].filter((other) => other < lane && this.workerOf.get(other) === worker && !this.retired.has(other))
-    if (before.length < this.perWorker) return true
+    let before = 0
+    for (const [other, holder] of this.workerOf) if (other < lane && holder === worker && !this.retired.has(other)) before++
+    if (before < this.perWorker) return true
     this.retired.add(lane)
     return false
   }

@@ -348,7 +348,7 @@ const runBatches = async (trials: ReadonlyArray<Trial>, { send, clock, lanes, li
           clock.observe(answer.ran, answer.ms)
           for (const result of answer.results) results.set(result.key, result)
           if (results.size === asked) return resolve(trials.map((trial) => results.get(trial.key)!))
-          if (!lanes.answered(number, answer.worker, active)) break
+          if (!lanes.answered(number, answer.worker)) break
         }
       } catch (cause) {
         failed = true
