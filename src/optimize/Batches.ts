@@ -5,7 +5,8 @@
  * workers measured and reported, so that a message's round trips through Postgres are small
  * beside the work it carries. Near the end of a run the batches shrink (guided
  * self-scheduling: at most an even share of what is left per lane), so that the workers
- * finish together instead of one running a last full second while the others wait.
+ * finish together instead of one running a last full second while the others wait; but not
+ * below a twentieth of a second of work, or the messages' round trips would idle the workers.
  *
  * A lane is an entity of the trial entity type: the library routes an entity to the worker
  * owning its shard, by hash, so the run cannot name a worker, but it can learn where a lane
@@ -18,6 +19,12 @@
 
 /** About a second of work per message. */
 export const BATCH_WORK_MS = 1000
+/**
+ * The least work a message carries while that many trials are left: a message's round trip (the
+ * request written to Postgres and routed, the results written, the reply) takes tens of
+ * milliseconds, and a batch shorter than its sibling lane's round trip leaves its worker idle.
+ */
+export const MIN_BATCH_WORK_MS = 50
 /** Bounds a message's size whatever the trial time: a request's trials are read one by one on the worker. */
 export const MAX_BATCH = 1000
 /** Batches in flight per worker: one it runs, one waiting behind it. */
@@ -42,15 +49,17 @@ export class TrialClock {
 /**
  * How many of the `remaining` trials the next batch of one of `lanes` lanes takes: one while the
  * trial time is unknown (its answer tells it), else about a second's worth, bounded by an even
- * share of what is left: a worker has two lanes, so it holds at most two shares when the others
- * run out.
+ * share of what is left (a worker has two lanes, so it holds at most two shares when the others
+ * run out), but never less than `MIN_BATCH_WORK_MS` of work while that much is left.
  */
 export const batchSize = (msPerTrial: number | undefined, remaining: number, lanes: number): number => {
   if (remaining <= 0) return 0
   if (msPerTrial === undefined) return 1
-  const aSecond = Math.floor(BATCH_WORK_MS / Math.max(msPerTrial, 1e-3))
+  const perTrial = Math.max(msPerTrial, 1e-3)
+  const aSecond = Math.floor(BATCH_WORK_MS / perTrial)
+  const least = Math.ceil(MIN_BATCH_WORK_MS / perTrial)
   const share = Math.ceil(remaining / Math.max(1, lanes))
-  return Math.max(1, Math.min(aSecond, share, MAX_BATCH, remaining))
+  return Math.max(1, Math.min(Math.max(Math.min(aSecond, share), least), MAX_BATCH, remaining))
 }
 
 /** The lanes of one run and the worker each was last answered by; lanes are numbered from 0 and never reused once retired. */

@@ -97,4 +97,28 @@ describe("OHLCV CSV", () => {
     const sliced = sliceByTime(series, T0 + 60_000, T0 + 180_000)
     expect(sliced.candles.map((c) => c.openTimeMs)).toEqual([T0 + 60_000, T0 + 120_000])
   })
+
+  it("slices between candles, past either end, and to nothing, as a filter on open time would", () => {
+    const series = ok(Array.from({ length: 5 }, (_, i) => `${T0 + i * 60_000},1,1,1,1,1`).join("\n"))
+    const times = (fromMs: number | undefined, toMs: number | undefined) => sliceByTime(series, fromMs, toMs).candles.map((c) => c.openTimeMs)
+    for (const [fromMs, toMs] of [
+      [T0 + 30_000, T0 + 150_000],
+      [T0 - 1, T0 + 60_000],
+      [undefined, T0 + 120_001],
+      [T0 + 240_000, undefined],
+      [T0 + 300_000, T0 + 900_000],
+      [T0 + 120_000, T0 + 120_000],
+      [T0 + 180_000, T0 + 60_000]
+    ] as const) {
+      const expected = series.candles.filter((c) => c.openTimeMs >= (fromMs ?? -Infinity) && c.openTimeMs < (toMs ?? Infinity)).map((c) => c.openTimeMs)
+      expect(times(fromMs, toMs)).toEqual(expected)
+    }
+  })
+
+  it("gives the series itself when the window holds every candle: a trial over the whole data copies nothing", () => {
+    const series = ok(Array.from({ length: 5 }, (_, i) => `${T0 + i * 60_000},1,1,1,1,1`).join("\n"))
+    expect(sliceByTime(series, T0, T0 + 300_000)).toBe(series)
+    expect(sliceByTime(series, undefined, undefined)).toBe(series)
+    expect(sliceByTime(series, T0 + 1, undefined)).not.toBe(series)
+  })
 })

@@ -22,9 +22,14 @@ describe("a batch's size", () => {
     expect(batchSize(0, 1_000_000, 1)).toBe(MAX_BATCH)
   })
 
-  it("shrinks to an even share of what is left per lane, down to one trial", () => {
-    expect(batchSize(1, 100, 4)).toBe(25)
-    expect(batchSize(1, 3, 4)).toBe(1)
+  it("shrinks to an even share of what is left per lane, but not below a twentieth of a second of work while that much is left", () => {
+    expect(batchSize(1, 1000, 4)).toBe(250)
+    expect(batchSize(1, 100, 4)).toBe(50)
+    expect(batchSize(10, 100, 4)).toBe(25)
+    expect(batchSize(10, 30, 4)).toBe(8)
+    expect(batchSize(10, 20, 4)).toBe(5)
+    expect(batchSize(10, 3, 4)).toBe(3)
+    expect(batchSize(100, 3, 4)).toBe(1)
     expect(batchSize(1, 0, 4)).toBe(0)
   })
 })
