@@ -95,7 +95,11 @@ const rawRate = (withSerialize: boolean): { readonly rate: number; readonly inte
   return { rate: (passes * candles.length) / seconds(started), intents }
 }
 
-/** Events per second through the host, over passes of fresh instances for at least a second of work (and at most 200 passes). */
+/**
+ * Events per second through the host, over passes of fresh instances for at least a second of work
+ * (and at most 5000 passes: a pass of 2000 candles takes under a millisecond, so a cap of a few
+ * hundred would time a tenth of a second, before the compiler has finished with the host).
+ */
 const hostRate = async (dbDir: string): Promise<{ readonly rate: number; readonly intents: number }> => {
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(StrategyStateStore.Default, OrderJournal.Default, FillLedger.Default).pipe(
@@ -136,7 +140,7 @@ const hostRate = async (dbDir: string): Promise<{ readonly rate: number; readonl
     const first = await pass("bench-sma-0")
     let timed = 0
     let passes = 0
-    while (passes < 200 && (passes < 3 || timed < 1)) {
+    while (passes < 5000 && (passes < 3 || timed < 1)) {
       const { seconds: took, intents } = await pass(`bench-sma-${passes + 1}`)
       if (intents !== first.intents) throw new Error(`pass ${passes + 1} produced ${intents} intents, the first ${first.intents}`)
       timed += took

@@ -175,13 +175,13 @@ export const runInstance = (
      */
     let givenPrice: Decimal | undefined
     const prices = new Map<string, Decimal>()
-    const viewOf = (account: AccountView): StrategyView => {
+    const viewOf = (account: AccountView, nowMs: number): StrategyView => {
       for (const [symbol, price] of lastPrices()) prices.set(symbol, price)
       if (givenPrice !== undefined) prices.set(spec.symbol, givenPrice)
       return {
         params: spec.params,
         symbol: spec.symbol,
-        now: now(),
+        now: nowMs,
         balances: account.balances,
         openOrders: account.openOrders,
         lastPrices: prices,
@@ -206,7 +206,7 @@ export const runInstance = (
     if (state === undefined) {
       const account = yield* port.accountView(spec.id)
       try {
-        state = definition.init(spec.params, viewOf(account))
+        state = definition.init(spec.params, viewOf(account, now()))
       } catch (error) {
         const reason = `init threw: ${error instanceof Error ? error.message : String(error)}`
         pausedFor = reason
@@ -457,20 +457,30 @@ export const runInstance = (
     const handleAll = (events: ReadonlyArray<HostEvent>) =>
       Effect.gen(function* () {
         let account: AccountView | undefined
+        // The clock, read once for the events handled back to back and again after any step that may
+        // wait (a read, a write): a clock read per event cost a sixth of the host's time per candle.
+        let clock: number | undefined
         let handled = false
         for (let i = 0; i < events.length; i++) {
           const event = events[i]!
           if (pausedFor !== undefined) break
           if (storage.fault !== undefined) return yield* waitForStorage(events.slice(i))
           if (event._tag === "Candle" && lastCandle !== undefined && event.event.openTime <= lastCandle) continue
-          if ((event._tag === "OrderUpdate" || event._tag === "Fill") && !(yield* owes(event))) continue
+          if (event._tag === "OrderUpdate" || event._tag === "Fill") {
+            clock = undefined
+            if (!(yield* owes(event))) continue
+          }
           if (event._tag === "Ticker" && event.event.symbol === spec.symbol) givenPrice = event.event.price
           else if (event._tag === "Candle" && event.event.symbol === spec.symbol) givenPrice = event.event.close
           const step = pressure.observe(event)
           if (step?._tag === "Backoff") yield* logEvent("strategy.backoff", { strategy: spec.id, reason: step.reason, untilMs: step.untilMs })
           const pauseFor = step?._tag === "Pause" ? step.reason : undefined
-          account ??= yield* port.accountView(spec.id)
-          const view = viewOf(account)
+          if (account === undefined) {
+            account = yield* port.accountView(spec.id)
+            clock = undefined
+          }
+          clock ??= now()
+          const view = viewOf(account, clock)
           let outcome: HandlerResult<unknown> | undefined
           try {
             outcome = dispatch(definition, state, event, view)
@@ -499,6 +509,7 @@ export const runInstance = (
             handled = false
             // The orders just submitted are in the view of the next event.
             account = undefined
+            clock = undefined
             if (pauseFor !== undefined) {
               yield* pause(pauseFor)
               yield* logEvent("strategy.paused", { strategy: spec.id, reason: pauseFor, action: "paused: fix the cause, then `svcbot resume` it (or restart)" })
