@@ -27,7 +27,7 @@ import { isStorageFailure } from "../store/StorageHealth.js"
 import type { OrderRow } from "../store/OrderRow.js"
 import type { Accepted } from "../svc/Api.js"
 import { Budget } from "../svc/Budget.js"
-import { ErrorCode } from "../svc/ErrorCodes.js"
+import { CIRCUIT_OPEN, ErrorCode } from "../svc/ErrorCodes.js"
 import type { PlacementOutcomeUnknown, SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { AccountBlock, blockOf, STOPPING } from "./AccountBlock.js"
@@ -57,7 +57,7 @@ const refusalCode = (error: SvcError): string | undefined => {
     case "RateLimited":
       return ErrorCode.rateLimited
     case "CircuitOpen":
-      return "CIRCUIT_OPEN"
+      return CIRCUIT_OPEN
     case "AuthBlocked":
       return ErrorCode.authBlocked
     case "ApiKeyMalformed":

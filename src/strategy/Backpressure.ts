@@ -4,7 +4,9 @@
  *
  * - Refusals and rejections of the same kind in a row (same kind and code) put
  *   the instance into exponential backoff, then pause it: a strategy that keeps
- *   asking for what the account or the venue refuses must not spin.
+ *   asking for what the account or the venue refuses must not spin. Refusals that
+ *   say nothing of the placement (`TRANSIENT_REFUSALS`: rate limited, a key blocked
+ *   after a failed authentication, an open circuit) do not count.
  * - A ceiling on placements per minute refuses the excess before any risk check.
  *
  * Cancels are never held back: they only ever reduce what is on the book.
@@ -17,6 +19,7 @@ import type { BackpressureConfig } from "../config/Config.js"
 import { ZERO } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
 import { logEvent } from "../log/Logger.js"
+import { TRANSIENT_REFUSALS } from "../svc/ErrorCodes.js"
 import type { HostEvent } from "./Inbox.js"
 import type { OrderUpdateEvent } from "./Strategy.js"
 
@@ -144,7 +147,10 @@ export const instancePressure = (options: InstancePressureOptions) => {
         pressure = succeeded(pressure)
         return undefined
       }
-      if ((update.kind !== "refused" && update.kind !== "rejected") || options.heldCodes.has(update.code ?? "")) return undefined
+      const code = update.code ?? ""
+      // A key blocked for a second, a rate budget spent or an open circuit says nothing of the
+      // placement and ends by itself: counted, it would pause the instance until an operator resumes it.
+      if ((update.kind !== "refused" && update.kind !== "rejected") || options.heldCodes.has(code) || TRANSIENT_REFUSALS.has(code)) return undefined
       const [next, step] = refused(pressure, `${update.kind}:${update.code ?? "no code"}`, options.now(), options.config)
       pressure = next
       return step._tag === "Counted" ? undefined : step

@@ -18,6 +18,17 @@ export const ErrorCode = {
 } as const
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 
+/** The code of a placement the client did not send because its circuit for the venue was open (svcbot's, not the spec's). */
+export const CIRCUIT_OPEN = "CIRCUIT_OPEN"
+
+/**
+ * Refusal codes that say nothing of the placement refused: the key is over its rate budget, blocked
+ * for a moment after a failed authentication, or the client holds requests while the venue fails.
+ * Each ends by itself, so none counts towards a strategy instance's back-pressure, whose pause
+ * waits for an operator.
+ */
+export const TRANSIENT_REFUSALS: ReadonlySet<string> = new Set([ErrorCode.rateLimited, ErrorCode.authBlocked, CIRCUIT_OPEN])
+
 /** Scopes held by each permission. Trade always includes Read. */
 export const Scope = {
   spotRead: "spot.read",

@@ -1,6 +1,9 @@
+import { Effect, Exit, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import { defaultBackpressure } from "../../../src/config/Config.js"
-import { admit, heldUntil, initialBackpressure, refused, succeeded, type Backpressure } from "../../../src/strategy/Backpressure.js"
+import { ZERO } from "../../../src/domain/Decimal.js"
+import { admit, heldUntil, initialBackpressure, instancePressure, refused, succeeded, type Backpressure } from "../../../src/strategy/Backpressure.js"
+import { CIRCUIT_OPEN, ErrorCode } from "../../../src/svc/ErrorCodes.js"
 
 const config = { refusalsBeforeBackoff: 3, initialBackoffMs: 1000, maxBackoffMs: 5000, refusalsBeforePause: 6 }
 
@@ -46,6 +49,29 @@ describe("back-pressure of a strategy instance", () => {
     expect(state.throttledThisMinute).toBe(2)
     expect(heldUntil(state, 60_004)).toBe(120_000)
     expect(admit(state, 120_000, 3)).toEqual([{ ...state, minute: 2, placedThisMinute: 1, throttledThisMinute: 0 }, "admit"])
+  })
+
+  it("never counts a refusal that says nothing of the placement (rate limited, key blocked, circuit open); the same number of a placement's own refusals pauses", () => {
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const pressure = instancePressure({
+        strategyId: "grid",
+        config: defaultBackpressure,
+        maxIntentsPerMinute: 120,
+        heldCodes: new Set(["backoff"]),
+        now: () => 0,
+        answer: () => undefined,
+        scope
+      })
+      const refusal = (code: string) => pressure.observe({ _tag: "OrderUpdate", event: { tag: "g1", kind: "refused", code, filledBaseQty: ZERO } })
+      const transient = [ErrorCode.authBlocked, ErrorCode.rateLimited, CIRCUIT_OPEN].flatMap((code) => Array.from({ length: 12 }, () => refusal(code)))
+      expect(transient.every((step) => step === undefined)).toBe(true)
+      const own = Array.from({ length: defaultBackpressure.refusalsBeforePause }, () => refusal("SPOT_INSUFFICIENT_FUNDS")?._tag)
+      expect(own.at(-1)).toBe("Pause")
+      expect(own.filter((tag) => tag === "Backoff").length).toBeGreaterThan(0)
+    } finally {
+      Effect.runSync(Scope.close(scope, Exit.void))
+    }
   })
 
   it("has sane defaults: backoff after 3, pause after 10", () => {
