@@ -10,6 +10,7 @@
  *   as milliseconds when they are whole milliseconds.
  */
 import { Data, Either } from "effect"
+import { firstNotBelow } from "../domain/Bisect.js"
 import { compact, type Decimal, fromString } from "../domain/Decimal.js"
 import type { VenueCandle } from "../venue/PricePath.js"
 
@@ -160,16 +161,7 @@ const inferInterval = (times: ReadonlyArray<{ readonly time: number }>): number 
 }
 
 /** The index of the first candle opening at or after `ms` (the length when none does), in candles sorted by open time. */
-const firstAtOrAfter = (candles: ReadonlyArray<VenueCandle>, ms: number): number => {
-  let lo = 0
-  let hi = candles.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (candles[mid]!.openTimeMs < ms) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
+const firstAtOrAfter = (candles: ReadonlyArray<VenueCandle>, ms: number): number => firstNotBelow(candles.length, (i) => candles[i]!.openTimeMs < ms)
 
 /**
  * Keeps candles whose open time lies in [fromMs, toMs). A series is sorted by open time (parseCsv

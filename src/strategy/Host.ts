@@ -15,14 +15,14 @@
 import { schedule as scheduleCron } from "node-cron"
 import { Effect, Schedule, type Scope } from "effect"
 import { type BackpressureConfig, defaultBackpressure, DEFAULT_MAX_INTENTS_PER_MINUTE } from "../config/Config.js"
-import { ZERO } from "../domain/Decimal.js"
 import { type Admission, instancePressure } from "./Backpressure.js"
 import type { Decimal } from "../domain/Decimal.js"
-import type { Intent, PlaceIntent } from "../domain/Intent.js"
+import type { Intent } from "../domain/Intent.js"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import { waitingOutStorage } from "../store/StorageHealth.js"
+import { ENTRIES_STOPPED, entryGate } from "./Entries.js"
 import { type HostEvent, Inbox, isMomentary, missedEvents, type OutcomeEvent } from "./Inbox.js"
 import { StrategyStateStore } from "./StateStore.js"
 import {
@@ -95,27 +95,8 @@ export interface RunningInstance {
 /** How often a paused instance looks whether `svcbot resume` cleared its stored pause. */
 const RESUME_POLL_MS = 1000
 
-/** The code of an entry refused while an operator has the instance's entries stopped. */
-export const ENTRIES_STOPPED = "entries-stopped"
-
 /** Codes of the host's own refusals: answers to intents it held back, which are not the venue's or the risk check's. */
 const HELD_CODES: ReadonlySet<string> = new Set<Admission | typeof ENTRIES_STOPPED>(["backoff", "throttled", ENTRIES_STOPPED])
-
-/** How long a refused entry waits for its answer: a strategy that asks again on every refusal must not spin. */
-const ENTRY_ANSWER_DELAY_MS = 5000
-
-/**
- * Whether a placement opens or adds to a position (an entry) rather than reducing one (an exit).
- * `position` is the instance's own position in the pair; `exiting` what is already on its way out
- * on the same side (resting orders, exits admitted before it). A market buy by quote amount has
- * no size in base to compare with the position, so it counts as an entry.
- */
-export const isEntry = (intent: PlaceIntent, position: Decimal, exiting: Decimal): boolean => {
-  const reducible = intent.side === "sell" ? position : position.neg()
-  if (!reducible.gt(ZERO)) return true
-  if (!("baseQty" in intent)) return true
-  return intent.baseQty.plus(exiting).gt(reducible)
-}
 
 const dispatch = (definition: StrategyDefinition, state: unknown, event: HostEvent, view: StrategyView): HandlerResult<unknown> | undefined => {
   switch (event._tag) {
@@ -156,7 +137,6 @@ export const runInstance = (
     /** Why the instance is paused; read by the event loop, `pausedReason` and the resume poll, all on one thread. */
     let pausedFor: string | undefined
     /** Set by an operator: entries are refused, exits and cancels go out. */
-    let entriesStopped = false
     const scope = yield* Effect.scope
     const pressure = instancePressure({
       strategyId: spec.id,
@@ -272,55 +252,7 @@ export const runInstance = (
       }
     }
 
-    /** Refused entries not answered yet; answered together, ENTRY_ANSWER_DELAY_MS after the first. */
-    const entryAnswers: Array<OrderUpdateEvent> = []
-    const answerEntriesLater = Effect.suspend(() =>
-      Effect.asVoid(
-        Effect.forkIn(
-          Effect.delay(
-            Effect.sync(() => {
-              for (const event of entryAnswers.splice(0)) push({ _tag: "OrderUpdate", event })
-            }),
-            ENTRY_ANSWER_DELAY_MS
-          ),
-          scope
-        )
-      )
-    )
-
-    /** Placements that are not entries while entries are stopped; the entries are refused, answered a little later. */
-    const withoutEntries = (intents: ReadonlyArray<Intent>, account: AccountView) =>
-      Effect.gen(function* () {
-        if (!entriesStopped) return intents
-        const positions = new Map<string, Decimal>()
-        const exiting = new Map<string, Decimal>()
-        for (const order of account.openOrders.values()) {
-          const key = `${order.symbol}:${order.side}`
-          exiting.set(key, (exiting.get(key) ?? ZERO).plus(order.baseQty.minus(order.filledBaseQty)))
-        }
-        const kept: Array<Intent> = []
-        for (const intent of intents) {
-          if (intent.type === "cancel") {
-            kept.push(intent)
-            continue
-          }
-          let position = positions.get(intent.symbol)
-          if (position === undefined) {
-            position = port.position === undefined ? ZERO : yield* port.position(spec.id, intent.symbol)
-            positions.set(intent.symbol, position)
-          }
-          const key = `${intent.symbol}:${intent.side}`
-          const already = exiting.get(key) ?? ZERO
-          if (isEntry(intent, position, already)) {
-            if (entryAnswers.length === 0) yield* answerEntriesLater
-            entryAnswers.push({ tag: intent.tag, kind: "refused", code: ENTRIES_STOPPED, filledBaseQty: ZERO })
-            continue
-          }
-          if ("baseQty" in intent) exiting.set(key, already.plus(intent.baseQty))
-          kept.push(intent)
-        }
-        return kept
-      })
+    const entries = entryGate({ strategyId: spec.id, position: port.position, answer: (event) => push({ _tag: "OrderUpdate", event }), scope })
 
     /** Intents returned for warm-up candles, dropped; reported once, when the live events begin. */
     let warmupDropped = 0
@@ -501,7 +433,7 @@ export const runInstance = (
           state = outcome.state
           if (emitted.length > 0) {
             // A pausing instance places nothing more; held-back intents never reach the outbox.
-            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* pressure.admitted(yield* withoutEntries(emitted, account), now())
+            const intents = pauseFor !== undefined ? emitted.filter((intent) => intent.type === "cancel") : yield* pressure.admitted(yield* entries.withoutEntries(emitted, account), now())
             unsaved.push(...intents)
           }
           if (unsaved.length > 0 || pauseFor !== undefined) {
@@ -584,8 +516,8 @@ export const runInstance = (
         Effect.suspend(() => (pausedFor !== undefined ? Effect.succeed("already paused" as const) : Effect.as(pause(reason), "paused" as const))),
       resume: Effect.gen(function* () {
         const reason = pausedFor
-        if (reason === undefined && !entriesStopped) return "not paused" as const
-        entriesStopped = false
+        if (reason === undefined && !entries.stopped()) return "not paused" as const
+        entries.start()
         if (reason !== undefined) {
           yield* store.resume(spec.id, now())
           pressure.reset()
@@ -594,11 +526,7 @@ export const runInstance = (
         }
         return "resumed" as const
       }),
-      stopEntries: Effect.sync(() => {
-        if (entriesStopped) return "entries already stopped" as const
-        entriesStopped = true
-        return "entries stopped" as const
-      }),
-      entriesStopped: Effect.sync(() => entriesStopped)
+      stopEntries: Effect.sync(() => (entries.stop() ? ("entries stopped" as const) : ("entries already stopped" as const))),
+      entriesStopped: Effect.sync(entries.stopped)
     }
   })

@@ -20,6 +20,7 @@
  * fixed windows of its own clock. Everything here is synchronous and clock-free: the
  * `Budget` service (Budget.ts) gives it the time and makes requests wait.
  */
+import { firstNotBelow } from "../domain/Bisect.js"
 import { defaultDialect, type Dialect } from "./Dialect.js"
 import { AuthBlocked, CircuitOpen, RateLimited, type SvcError } from "./Errors.js"
 
@@ -185,16 +186,11 @@ export class WindowCount {
     if (!this.enter(window)) return undefined
     this.reported = Math.max(this.reported, total)
     if (this.provisional.length > 0) this.provisional = this.provisional.filter((charge) => charge.atMs > admittedAtMs)
-    let low = 0
-    let high = this.totals.length
-    while (low < high) {
-      const mid = (low + high) >>> 1
-      if (this.totals[mid]! < total) low = mid + 1
-      else high = mid
-    }
-    if (this.totals[low] === total) return undefined
-    const below = low === 0 ? 0 : this.totals[low - 1]!
-    this.totals.splice(low, 0, total)
+    const totals = this.totals
+    const low = firstNotBelow(totals.length, (i) => totals[i]! < total)
+    if (totals[low] === total) return undefined
+    const below = low === 0 ? 0 : totals[low - 1]!
+    totals.splice(low, 0, total)
     return total - below
   }
 

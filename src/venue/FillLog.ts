@@ -2,6 +2,7 @@
  * An account's fills, oldest first (and so in `seq` order), with the reads svc-venue
  * answers from them: pages newest first cut on `seq`, and the fills after a `seq`.
  */
+import { firstNotBelow } from "../domain/Bisect.js"
 import { Fifo } from "./Fifo.js"
 import type { VenueFill } from "./Orders.js"
 
@@ -63,13 +64,4 @@ export class FillLog {
 }
 
 /** Index of the newest fill older than the fill `seq` (-1 for none): fills are kept in `seq` order. */
-const newestBefore = (fills: Fifo<VenueFill>, seq: number): number => {
-  let low = 0
-  let high = fills.length
-  while (low < high) {
-    const mid = (low + high) >>> 1
-    if (fills.at(mid)!.seq < seq) low = mid + 1
-    else high = mid
-  }
-  return low - 1
-}
+const newestBefore = (fills: Fifo<VenueFill>, seq: number): number => firstNotBelow(fills.length, (i) => fills.at(i)!.seq < seq) - 1

@@ -13,7 +13,7 @@ import { EventStream } from "../../src/console/EventStream.js"
 import { consolePage } from "../../src/console/Page.js"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { PlaceIntent } from "../../src/domain/Intent.js"
-import { isEntry } from "../../src/strategy/Host.js"
+import { isEntry } from "../../src/strategy/Entries.js"
 
 const d = (value: string) => new Decimal(value)
 const limit = (side: "buy" | "sell", qty: string): PlaceIntent => ({ type: "limit", tag: "t", symbol: "BTCUSDT", side, baseQty: d(qty), limitPrice: d("60000") })
