@@ -220,13 +220,13 @@ try {
       const session = await connectCluster(pg.url)
       try {
         const postgresCpu = postgresCpuSeconds(Number(new URL(pg.url).port))
-        const otherCpu = () => postgresCpu() + workers.reduce((sum, worker) => sum + processCpuSeconds(worker.child.pid!), 0)
+        const workersCpu = () => workers.reduce((sum, worker) => sum + processCpuSeconds(worker.child.pid!), 0)
+        const otherCpu = () => postgresCpu() + workersCpu()
         const runId = await session.results.startRun({ createdAtMs: Date.now(), strategy: study.strategy, sourceHash: study.sourceHash, data: "bench", dataHash: study.dataHash, symbol: spec.symbol, settings: {} })
         const runner = await session.runner(study, job, runId)
         // Untimed: each worker prepares the study, the run learns the trial time and where its lanes go.
         await runner.run(warmup(workers.length))
         await runner.run(fresh(trialCount))
-        const workersCpu = () => workers.reduce((sum, worker) => sum + processCpuSeconds(worker.child.pid!), 0)
         const measured: Array<{ threads: Timing; cluster: Timing; parts: CpuParts }> = []
         for (let round = 0; round < rounds; round++) {
           const batch = fresh(clusterTrialCount)

@@ -136,7 +136,6 @@ export const runInstance = (
     const push = (event: HostEvent): void => inbox.push(event)
     /** Why the instance is paused; read by the event loop, `pausedReason` and the resume poll, all on one thread. */
     let pausedFor: string | undefined
-    /** Set by an operator: entries are refused, exits and cancels go out. */
     const scope = yield* Effect.scope
     const pressure = instancePressure({
       strategyId: spec.id,
