@@ -274,7 +274,10 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
       // A placement queued after the stop began (its submit was under way) is withdrawn like the others.
       if (withdrawing) return yield* withdrawWaiting
       if (markedWaiting > markAhead || awaitingMark.size === 0) return
-      const group = awaitingMark.takeUpTo(settings.execution.markGroupSize - markedWaiting)
+      const { markGroupSize, sendConcurrency } = settings.execution
+      // Senders with nothing to send get a group of one placement each at once; the marker fills
+      // the rest of the buffer while those are on the wire.
+      const group = awaitingMark.takeUpTo(markedWaiting === 0 ? Math.min(sendConcurrency, markGroupSize) : markGroupSize - markedWaiting)
       markedWaiting += group.length
       const now = yield* Clock.currentTimeMillis
       const moved = yield* Effect.exit(journal.transitionMany(
@@ -348,10 +351,10 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(answers.gathered, Effect.uninterruptible(recordAnswers))))
 
-    /** A marked placement took its send slot; when few marked ones are left, the next group may be marked. */
+    /** A marked placement took its send slot; when few marked ones are left and more wait, the next group may be marked. */
     const slotTaken = Effect.suspend(() => {
       markedWaiting -= 1
-      return markedWaiting <= markAhead ? Queue.offer(markerWake, undefined) : Effect.void
+      return markedWaiting <= markAhead && awaitingMark.size > 0 ? Queue.offer(markerWake, undefined) : Effect.void
     })
 
     /**

@@ -33,10 +33,12 @@ export interface ExecutionSettings {
    */
   readonly sendConcurrency: number
   /**
-   * Most placements marked `submitting` by one commit synced to disk (the next group is marked once
-   * half of one is left for the senders). Each sync costs milliseconds; a crash can leave
-   * up to this many plus `sendConcurrency` marked and never sent, which reconciliation proves
-   * not placed.
+   * Most placements marked `submitting` and not yet sent. They are marked a group at a time, each
+   * group one commit synced to disk, and the next group once half of this is left for the senders:
+   * a sync takes a millisecond or two and now and then ten, and the senders go on with what is
+   * marked meanwhile. Senders with nothing to send get a first group of one placement each, so
+   * that the first placements of a burst wait for a small commit. A crash can leave up to this
+   * many plus `sendConcurrency` marked and never sent, which reconciliation proves not placed.
    */
   readonly markGroupSize: number
 }
@@ -107,7 +109,7 @@ export interface ResolvedEngineSettings {
   readonly market: MarketSettings
 }
 
-export const defaultExecution: ExecutionSettings = { sendConcurrency: 16, markGroupSize: 32 }
+export const defaultExecution: ExecutionSettings = { sendConcurrency: 16, markGroupSize: 128 }
 
 export const defaultTracker: TrackerSettings = {
   tickMs: 50,

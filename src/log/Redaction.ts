@@ -5,6 +5,11 @@
  */
 /** Every form a registered secret can take in a line, longest first so that no shorter form cuts into a longer one. */
 let secretForms: ReadonlyArray<string> = []
+/**
+ * Whether a line holds any of the forms, in one pass over it: one search per form made every line's
+ * cost grow with the number of secrets registered (a key per strategy instance, the venue's keys).
+ */
+let anySecretForm: RegExp | undefined
 
 /** JSON's escaping of a string's characters (`"` and `\` and control characters), without the quotes. */
 const jsonEscaped = (text: string): string => JSON.stringify(text).slice(1, -1)
@@ -20,12 +25,15 @@ const formsOf = (secret: string): ReadonlyArray<string> => {
 
 /** Registers a secret so that no log line can carry it. Short values are ignored: they would mask ordinary text. */
 export const registerSecret = (value: string): void => {
-  if (value.length >= 8) secretForms = [...new Set([...secretForms, ...formsOf(value)])].sort((a, b) => b.length - a.length)
+  if (value.length < 8) return
+  secretForms = [...new Set([...secretForms, ...formsOf(value)])].sort((a, b) => b.length - a.length)
+  anySecretForm = new RegExp(secretForms.map((form) => form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"))
 }
 
 export const REDACTED = "[REDACTED]"
 
 export const scrub = (line: string): string => {
+  if (anySecretForm === undefined || !anySecretForm.test(line)) return line
   let out = line
   for (const form of secretForms) {
     if (out.includes(form)) out = out.split(form).join(REDACTED)
@@ -60,7 +68,9 @@ const KEY_FIELDS = new Set(["apiKey", "keyId", "x-svc-apikey", "X-SVC-APIKEY"])
 /** Masks key ids found in known fields, one level deep and inside `headers`. */
 export const maskKeyFields = (object: Record<string, unknown>): Record<string, unknown> => {
   let out = object
-  for (const [field, value] of Object.entries(object)) {
+  for (const field in object) {
+    if (!Object.hasOwn(object, field)) continue
+    const value = object[field]
     if (KEY_FIELDS.has(field) && typeof value === "string") {
       out = out === object ? { ...object } : out
       out[field] = maskKeyId(value)

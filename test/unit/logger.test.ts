@@ -78,6 +78,21 @@ describe("logger", () => {
     expect(fields.body).toBe(JSON.stringify({ error: "refused", password: REDACTED }))
   })
 
+  it("censors every one of many registered secrets, the first and the last registered alike", async () => {
+    const secrets = Array.from({ length: 200 }, (_, i) => `many-secrets-${i.toString().padStart(3, "0")}-${"x".repeat(i % 7)}.*?`)
+    for (const secret of secrets) registerSecret(secret)
+    const { lines, layer } = capture()
+    await Effect.runPromise(
+      Effect.all([
+        Log.logEvent("request.failed", { detail: `first ${secrets[0]} last ${secrets[199]} middle ${secrets[100]}` }),
+        Log.logEvent("request.failed", { detail: "many-secrets-100 without the rest of one" })
+      ]).pipe(Effect.provide(layer))
+    )
+    expect(lines).toHaveLength(2)
+    expect(JSON.parse(lines[0]!).detail).toBe(`first ${REDACTED} last ${REDACTED} middle ${REDACTED}`)
+    expect(JSON.parse(lines[1]!).detail).toBe("many-secrets-100 without the rest of one")
+  })
+
   it("writes an event's fields and the annotations set around it in one line, the event's own fields winning", async () => {
     const { lines, layer } = capture()
     await Effect.runPromise(
