@@ -93,7 +93,7 @@ export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
       PubSub.subscribe(events).pipe(Effect.map((dequeue) => Stream.fromQueue(dequeue)))
     return {
       /**
-       * The changes of a batch (a submit, a marked group, the answers of a timer turn) in one
+       * The changes of a batch (a submit, a marked group, the answers of a few milliseconds) in one
        * publish: a subscriber wakes once and takes them as one chunk instead of one by one.
        */
       publishOrders: (rows: ReadonlyArray<OrderRow>, at: number) =>

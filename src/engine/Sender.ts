@@ -2,9 +2,8 @@
  * The sender: journaled placements (state `intent`) out to the service, each once.
  * Three fibers share the work. The marker marks the next group `submitting` in one
  * commit and syncs it to disk before any of it may go out; `sendConcurrency`
- * senders place marked orders one at a time; the recorder writes the answers of a
- * group (one per sender, or all that came while the rest were on the wire, within a
- * few milliseconds) in one commit. A lost answer makes the order `unknown` for
+ * senders place marked orders one at a time; the recorder writes the answers that came
+ * within a few milliseconds (or all of them, once none is left on the wire) in one commit. A lost answer makes the order `unknown` for
  * reconciliation: nothing is re-sent here.
  *
  * The order budget is shared among strategy instances in turns (Turns.ts): placements
@@ -98,14 +97,15 @@ const makeOutstanding = Effect.map(Effect.makeLatch(true), (idle) => {
 /**
  * The longest an answer waits for others to be recorded with it, while placements are still on
  * the wire: their answers come within a round trip, and a commit per answer or two would cost
- * more than the rows it writes.
+ * more than the rows it writes. During a burst, a group closed after one answer per sender
+ * still made a commit, a publish and a batch of log lines every two or three milliseconds.
  */
 const RECORD_WITHIN_MS = 5
 
 /**
  * What the service answered to placements, waiting to be recorded together. A group is complete
- * once it holds `groupSize` answers (one per sender) or no placement is left on the wire (no
- * answer is coming to join it); `gathered` waits for a group's first answer, then until it is
+ * once it holds `groupSize` answers (as many as can be marked ahead) or no placement is left on
+ * the wire (no answer is coming to join it); `gathered` waits for a group's first answer, then until it is
  * complete or RECORD_WITHIN_MS have passed.
  */
 const makeAnswers = (groupSize: number) =>
@@ -153,7 +153,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     /** Groups being handed over to the senders once synced. */
     const handOvers = yield* FiberSet.make()
     const outstanding = yield* makeOutstanding
-    const answers = yield* makeAnswers(settings.execution.sendConcurrency)
+    const answers = yield* makeAnswers(settings.execution.markGroupSize)
 
     const place = (row: OrderRow): Effect.Effect<Accepted, SvcError | PlacementOutcomeUnknown> => {
       const base = { symbol: row.symbol, side: row.side }
