@@ -18,6 +18,7 @@ import { decodeAccounts, devAccounts, toFees, toPairSpec } from "../src/venue/Ac
 import type { VenueCandle } from "../src/venue/PricePath.js"
 import { syntheticCandles } from "../src/venue/Tape.js"
 import smaCrossover from "../strategies/sma-crossover.js"
+import { settleHeap } from "./Settle.js"
 
 const GOAL_CANDLES_PER_SECOND = 3_000_000
 /** Timed runs of each loop; the figures are their medians. */
@@ -50,31 +51,6 @@ const mainThreadSeconds = (): number | undefined => {
   }
 }
 
-/**
- * A full collection before each timed section, so the garbage left by generating the tape or by
- * the run before is not charged to what is timed, and then a wait until the process is idle.
- * Needs --expose-gc, which `npm run bench` passes.
- * - A plain major collection, not the last-resort kind: that one shrinks the young generation
- *   to save memory, so the run after it started with a few megabytes of it and paid 45 to 53
- *   scavenges instead of 5, a quarter of its time, which no backtest outside the bench pays.
- * - `gc()` returns while the collector's threads still sweep the half-gigabyte tape heap on the
- *   second core, for a few hundred milliseconds: timed at once, the bare loop read the tape at a
- *   third of its speed. So the bench waits, in slices of IDLE_SLICE_MS, for a slice in which this
- *   process used under a tenth of the slice's CPU time (at most SETTLE_MAX_MS).
- */
-const IDLE_SLICE_MS = 50
-const SETTLE_MAX_MS = 3000
-const pause = new Int32Array(new SharedArrayBuffer(4))
-const settleHeap = (): void => {
-  ;(globalThis as { gc?: (options: { type: "major"; execution: "sync" }) => void }).gc?.({ type: "major", execution: "sync" })
-  const deadline = Date.now() + SETTLE_MAX_MS
-  while (Date.now() < deadline) {
-    const slice = process.cpuUsage()
-    Atomics.wait(pause, 0, 0, IDLE_SLICE_MS)
-    const used = process.cpuUsage(slice)
-    if ((used.user + used.system) / 1000 < IDLE_SLICE_MS / 10) return
-  }
-}
 
 settleHeap()
 const heapBefore = process.memoryUsage().heapUsed

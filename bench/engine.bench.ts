@@ -8,7 +8,11 @@
  *   client placements. The machine is shared, so both are run ROUNDS times,
  *   alternating, each round on an account of its own (no round sees another's
  *   open orders), and the figure is the median of the rounds' ratios; a first
- *   round of each, not counted, warms both up (a daemon runs warm).
+ *   round of each, not counted, warms both up (a daemon runs warm). Each side
+ *   is timed once the process is idle (`awaitIdle`): building a round's engine
+ *   (its database opened and migrated) or client, and the side before, leave
+ *   V8's threads collecting and compiling, which a burst on a running daemon
+ *   does not meet.
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
@@ -26,6 +30,7 @@ import type { VenueRequest } from "../src/venue/Venue.js"
 import { fundForFills, makeFills } from "../test/chaos/fixtures/fills.js"
 import { clientLayer, fillSyncLayer, tempDbPath, type VenueKey } from "../test/integration/engine-harness.js"
 import { admin, startVenue, type TestVenue } from "../test/support/venue.js"
+import { awaitIdle } from "./Settle.js"
 
 const FILLS = 10_000
 const ORDERS_TRACKED = 20
@@ -235,6 +240,7 @@ const intentsToAccepted = async (venue: TestVenue) => {
     const runtime = engineRuntime(await freshAccountKey(venue), db.path)
     try {
       await runtime.runPromise(Effect.void)
+      awaitIdle()
       const started = performance.now()
       // Done when the engine announces its last placement past `submitting`, the moment the journal
       // holds the answer (a poll of the journal would add up to its interval to the figure).
@@ -277,6 +283,7 @@ const intentsToAccepted = async (venue: TestVenue) => {
     )
     try {
       await client.runPromise(Effect.void)
+      awaitIdle()
       const started = performance.now()
       await client.runPromise(Effect.flatMap(SvcClient, (svc) => Effect.forEach(orders(`bare${round}`), (o) => svc.placeLimit(o as never), { concurrency: 16 })))
       return INTENTS / ((performance.now() - started) / 1000)
