@@ -103,36 +103,37 @@ const makeOutstanding = Effect.map(Effect.makeLatch(true), (idle) => {
 const RECORD_WITHIN_MS = 5
 
 /**
- * What the service answered to placements, waiting to be recorded together. A group is complete
- * once it holds `groupSize` answers (as many as can be marked ahead) or no placement is left on
- * the wire (no answer is coming to join it); `gathered` waits for a group's first answer, then until it is
- * complete or RECORD_WITHIN_MS have passed.
+ * What the service answered to placements, waiting to be recorded together. A group is ready
+ * once it holds `groupSize` answers (as many as can be marked ahead), no placement is left on the
+ * wire (no answer is coming to join it) or RECORD_WITHIN_MS have passed since its first answer;
+ * `gathered` waits until one is. The window is a plain timer, armed by a group's first answer:
+ * a race against a sleep forked two fibers per group.
  */
 const makeAnswers = (groupSize: number) =>
-  Effect.gen(function* () {
-    const started = yield* Queue.sliding<void>(1)
-    const complete = yield* Effect.makeLatch(false)
+  Effect.map(Effect.makeLatch(false), (ready) => {
     let waiting: Array<{ readonly order: OrderRow; readonly outcome: Outcome; readonly at: number }> = []
     let onWire = 0
+    let window: ReturnType<typeof setTimeout> | undefined
     return {
       /** A placement goes on the wire: its answer is coming. */
       sending: () => {
         onWire += 1
       },
-      push: (order: OrderRow, outcome: Outcome, at: number) =>
-        Effect.suspend(() => {
-          onWire -= 1
-          waiting.push({ order, outcome, at })
-          if (waiting.length >= groupSize || onWire === 0) complete.unsafeOpen()
-          return waiting.length === 1 ? Queue.offer(started, undefined) : Effect.void
-        }),
+      push: (order: OrderRow, outcome: Outcome, at: number): void => {
+        onWire -= 1
+        waiting.push({ order, outcome, at })
+        if (waiting.length >= groupSize || onWire === 0) ready.unsafeOpen()
+        else if (waiting.length === 1) window = setTimeout(() => ready.unsafeOpen(), RECORD_WITHIN_MS)
+      },
       takeAll: () => {
         const taken = waiting
         waiting = []
-        complete.unsafeClose()
+        clearTimeout(window)
+        window = undefined
+        ready.unsafeClose()
         return taken
       },
-      gathered: Effect.zipRight(Queue.take(started), Effect.raceFirst(complete.await, Effect.sleep(RECORD_WITHIN_MS)))
+      gathered: ready.await
     }
   })
 
@@ -351,30 +352,24 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(answers.gathered, Effect.uninterruptible(recordAnswers))))
 
-    /** A marked placement took its send slot; when few marked ones are left and more wait, the next group may be marked. */
-    const slotTaken = Effect.suspend(() => {
+    /** Sends the placement whose turn it is, once, and leaves its answer to be recorded. */
+    const sendTurn = Effect.suspend(() => {
+      const order = readyToSend.take()
+      // The stop withdrew it meanwhile.
+      if (order === undefined) return Effect.void
       markedWaiting -= 1
-      return markedWaiting <= markAhead && awaitingMark.size > 0 ? Queue.offer(markerWake, undefined) : Effect.void
+      answers.sending()
+      const sent = Effect.flatMap(Effect.exit(place(order)), (outcome) => Effect.map(Clock.currentTimeMillis, (at) => answers.push(order, outcome, at)))
+      // When few marked placements are left and more wait, the next group may be marked.
+      return markedWaiting <= markAhead && awaitingMark.size > 0 ? Effect.zipRight(Queue.offer(markerWake, undefined), sent) : sent
     })
 
     /**
-     * One of `sendConcurrency` senders: sends marked placements one at a time, each once, and leaves
-     * the answer to be recorded. It takes the placement whose turn it is only once no placement waits
-     * for the budget, and goes on to the budget in the same step, so the turn is not taken early.
+     * One of `sendConcurrency` senders: sends marked placements one at a time. It takes the
+     * placement whose turn it is only once no placement waits for the budget, and goes on to the
+     * budget in the same step, so the turn is not taken early.
      */
-    const sender = Effect.forever(
-      Effect.gen(function* () {
-        yield* Queue.take(readyCount)
-        yield* budget.placementTurn
-        const order = readyToSend.take()
-        // The stop withdrew it meanwhile.
-        if (order === undefined) return
-        yield* slotTaken
-        answers.sending()
-        const outcome = yield* Effect.exit(place(order))
-        yield* answers.push(order, outcome, yield* Clock.currentTimeMillis)
-      })
-    )
+    const sender = Effect.forever(Effect.zipRight(Queue.take(readyCount), Effect.zipRight(budget.placementTurn, sendTurn)))
     const senders = yield* FiberSet.make()
     for (let i = 0; i < settings.execution.sendConcurrency; i++) yield* FiberSet.run(senders, sender)
 
