@@ -113,4 +113,13 @@ describe("a cluster batch answer", () => {
       expect(Either.isLeft(decodeBatchAnswer(wrong)), JSON.stringify(wrong).slice(0, 80)).toBe(true)
     }
   })
+
+  it("is written by the worker as it built it, and checked where it is read", () => {
+    const withMetrics = { ...answer, results: [{ key: HASH, metrics: { netPnl: "12.5", trades: 3, sharpe: null } }] }
+    expect(Schema.encodeSync(TrialsAnswer)(withMetrics)).toEqual(withMetrics)
+    expect(decodeBatchAnswer(Schema.encodeSync(TrialsAnswer)(withMetrics))).toEqual(Either.right(withMetrics))
+    const unreadable = { ...answer, results: [{ key: HASH, metrics: { netPnl: "1e999999999" } }] }
+    expect(Schema.encodeSync(TrialsAnswer)(unreadable)).toEqual(unreadable)
+    expect(Either.isLeft(decodeBatchAnswer(unreadable))).toBe(true)
+  })
 })
