@@ -20,6 +20,7 @@ import { Decimal } from "../src/domain/Decimal.js"
 import type { PlaceIntent } from "../src/domain/Intent.js"
 import { Engine, layer as engineLayer } from "../src/engine/Engine.js"
 import { FillSync } from "../src/engine/FillSync.js"
+import { Market } from "../src/engine/Market.js"
 import * as Logger from "../src/log/Logger.js"
 import { openDatabase } from "../src/store/Database.js"
 import { OrderJournal } from "../src/store/OrderJournal.js"
@@ -240,6 +241,9 @@ const intentsToAccepted = async (venue: TestVenue) => {
     const runtime = engineRuntime(await freshAccountKey(venue), db.path)
     try {
       await runtime.runPromise(Effect.void)
+      // A running engine has the pair's last price (refreshed in the background once stale), so its
+      // risk check waits for no ticker; a round's new engine reads it here, before the clock starts.
+      await runtime.runPromise(Effect.flatMap(Market, (market) => market.lastPrice("BTCUSDT")))
       awaitIdle()
       const started = performance.now()
       // Done when the engine announces its last placement past `submitting`, the moment the journal
