@@ -3,8 +3,8 @@
  * Three fibers share the work. The marker marks the next group `submitting` in one
  * commit and syncs it to disk before any of it may go out; `sendConcurrency`
  * senders place marked orders one at a time; the recorder writes the answers that came
- * within a few milliseconds (or all of them, once none is left on the wire) in one commit. A lost answer makes the order `unknown` for
- * reconciliation: nothing is re-sent here.
+ * within a few milliseconds (or all of them, once none is left on the wire) in one commit.
+ * A lost answer makes the order `unknown` for reconciliation: nothing is re-sent here.
  *
  * The order budget is shared among strategy instances in turns (Turns.ts): placements
  * are marked and sent one instance after the other, and a sender takes the next only
@@ -97,8 +97,8 @@ const makeOutstanding = Effect.map(Effect.makeLatch(true), (idle) => {
 /**
  * The longest an answer waits for others to be recorded with it, while placements are still on
  * the wire: their answers come within a round trip, and a commit per answer or two would cost
- * more than the rows it writes. During a burst, a group closed after one answer per sender
- * still made a commit, a publish and a batch of log lines every two or three milliseconds.
+ * more than the rows it writes. Nor is a group closed after one answer per sender: during a
+ * burst that makes a commit, a publish and a batch of log lines every two or three milliseconds.
  */
 const RECORD_WITHIN_MS = 5
 
@@ -107,7 +107,7 @@ const RECORD_WITHIN_MS = 5
  * once it holds `groupSize` answers (as many as can be marked ahead), no placement is left on the
  * wire (no answer is coming to join it) or RECORD_WITHIN_MS have passed since its first answer;
  * `gathered` waits until one is. The window is a plain timer, armed by a group's first answer:
- * a race against a sleep forked two fibers per group.
+ * a race against a sleep would fork two fibers per group.
  */
 const makeAnswers = (groupSize: number) =>
   Effect.map(Effect.makeLatch(false), (ready) => {

@@ -6,8 +6,9 @@
 /** Every form a registered secret can take in a line, longest first so that no shorter form cuts into a longer one. */
 let secretForms: ReadonlyArray<string> = []
 /**
- * Whether a line holds any of the forms, in one pass over it: one search per form made every line's
- * cost grow with the number of secrets registered (a key per strategy instance, the venue's keys).
+ * Whether a line holds any of the forms, in one pass over it: with one search per form, every
+ * line's cost would grow with the number of secrets registered (a key per strategy instance, the
+ * venue's keys).
  */
 let anySecretForm: RegExp | undefined
 
