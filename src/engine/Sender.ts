@@ -171,8 +171,22 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     }
 
     // The marker's state: what waits to be marked, what is marked and waits for a sender, and the stop.
-    /** Marked placements not yet taken by a sender when the next group may be marked: a group is synced while half of one is still to go out. */
-    const markAhead = Math.max(1, Math.floor(settings.execution.markGroupSize / 2))
+    const { markGroupSize, sendConcurrency } = settings.execution
+    /** What the marker keeps marked ahead of the senders while the order budget could not take `markGroupSize` placements at once. */
+    const shallowDepth = Math.min(markGroupSize, 2 * sendConcurrency)
+    /**
+     * How many placements may be marked and not yet sent now: `markGroupSize` only while the
+     * exchange's order budget, as last reported, has room for that many at once. Once it binds,
+     * placements go out at its pace, and a deep marked queue would hold back the first placement
+     * of an instance that submits later: the turns choose among marked placements only.
+     */
+    const depthNow = Effect.map(budget.snapshot, (budgets) => {
+      const rooms = [[budgets.ordersLimit10s, budgets.ordersUsed10s] as const, [budgets.ordersLimit1d, budgets.ordersUsed1d] as const]
+      const room = budgets.ordersLimit10s === null ? 0 : Math.min(...rooms.map(([limit, used]) => (limit === null ? Number.POSITIVE_INFINITY : limit - used)))
+      return room >= markGroupSize ? markGroupSize : shallowDepth
+    })
+    /** Marked placements not yet taken by a sender when the next group may be marked: a group is synced while half of the depth is still to go out. */
+    let markAhead = Math.max(1, Math.floor(shallowDepth / 2))
     /** Placements journaled (state `intent`) and waiting to be marked, by instance, each instance's in journal order. */
     const awaitingMark = new Turns<string, number>()
     /** Placements marked and synced to disk, waiting for a sender, by instance. */
@@ -274,11 +288,13 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     const markNextGroup = Effect.gen(function* () {
       // A placement queued after the stop began (its submit was under way) is withdrawn like the others.
       if (withdrawing) return yield* withdrawWaiting
-      if (markedWaiting > markAhead || awaitingMark.size === 0) return
-      const { markGroupSize, sendConcurrency } = settings.execution
+      if (awaitingMark.size === 0) return
+      const depth = yield* depthNow
+      markAhead = Math.max(1, Math.floor(depth / 2))
+      if (markedWaiting > markAhead) return
       // Senders with nothing to send get a group of one placement each at once; the marker fills
       // the rest of the buffer while those are on the wire.
-      const group = awaitingMark.takeUpTo(markedWaiting === 0 ? Math.min(sendConcurrency, markGroupSize) : markGroupSize - markedWaiting)
+      const group = awaitingMark.takeUpTo(markedWaiting === 0 ? Math.min(sendConcurrency, depth) : depth - markedWaiting)
       markedWaiting += group.length
       const now = yield* Clock.currentTimeMillis
       const moved = yield* Effect.exit(journal.transitionMany(
@@ -371,7 +387,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
      */
     const sender = Effect.forever(Effect.zipRight(Queue.take(readyCount), Effect.zipRight(budget.placementTurn, sendTurn)))
     const senders = yield* FiberSet.make()
-    for (let i = 0; i < settings.execution.sendConcurrency; i++) yield* FiberSet.run(senders, sender)
+    for (let i = 0; i < sendConcurrency; i++) yield* FiberSet.run(senders, sender)
 
     return {
       /** Queues journaled placements (state `intent`) to be marked, synced and sent, each once. */

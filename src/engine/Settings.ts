@@ -34,11 +34,14 @@ export interface ExecutionSettings {
   readonly sendConcurrency: number
   /**
    * Most placements marked `submitting` and not yet sent. They are marked a group at a time, each
-   * group one commit synced to disk, and the next group once half of this is left for the senders:
-   * a sync takes a millisecond or two and now and then ten, and the senders go on with what is
-   * marked meanwhile. Senders with nothing to send get a first group of one placement each, so
-   * that the first placements of a burst wait for a small commit. A crash can leave up to this
-   * many plus `sendConcurrency` marked and never sent, which reconciliation proves not placed.
+   * group one commit synced to disk, and the next group once half of the depth is left for the
+   * senders: a sync takes a millisecond or two and now and then ten, and the senders go on with
+   * what is marked meanwhile. The depth is this many while the exchange's order budget has room
+   * for as many at once, else twice `sendConcurrency` (placements then go at the budget's pace,
+   * and the turns of the instances choose among marked ones only). Senders with nothing to send
+   * get a first group of one placement each, so that the first placements of a burst wait for a
+   * small commit. A crash can leave up to this many plus `sendConcurrency` marked and never sent,
+   * which reconciliation proves not placed.
    */
   readonly markGroupSize: number
 }
