@@ -5,7 +5,7 @@
  * quantity, price and time) and adopted, or after a bounded wait proven absent
  * (`not_placed`) for the strategy to decide on. Nothing is ever re-sent blindly.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { LIVE_STATES } from "../domain/OrderState.js"
 import { logEvent } from "../log/Logger.js"
@@ -240,28 +240,38 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
        * half-sent become unknown and are resolved (waiting at most the absence
        * window), fills are synced, strangers adopted, and journaled intents that
        * were never sent are sent.
+       *
+       * Its reads end with that wait: a crash loop can leave the key's weight window used up,
+       * and a read the rate budget holds back would keep every strategy waiting for the next
+       * window (up to a minute). What was not read by then, the background loops read once the
+       * budget allows: a placement no look reached stays unknown, never proven absent unseen,
+       * and the first risk check reads the balances itself.
        */
       atStart: Effect.gen(function* () {
         yield* logEvent("reconcile.started", { phase: "start" })
         const started = yield* Clock.currentTimeMillis
-        yield* loseHalfSent
-        yield* fillSync.syncAll
-        yield* market.refreshPairs
-        let report = yield* resolveUnknown
-        let adopted = report.adopted
-        let notPlaced = report.notPlaced
         const deadline = started + settings.settleDelayMs + settings.absenceWindowMs + 1000
-        while (report.stillUnknown > 0 && (yield* Clock.currentTimeMillis) < deadline) {
+        const untilDeadline = <A, E, R>(read: Effect.Effect<A, E, R>) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeoutOption(read, Math.max(0, deadline - now)))
+        yield* loseHalfSent
+        yield* untilDeadline(fillSync.syncAll)
+        yield* market.refreshPairs
+        let adopted = 0
+        let notPlaced = 0
+        for (;;) {
+          const looked = yield* untilDeadline(resolveUnknown)
+          if (Option.isNone(looked)) break
+          adopted += looked.value.adopted
+          notPlaced += looked.value.notPlaced
+          if (looked.value.stillUnknown === 0 || (yield* Clock.currentTimeMillis) >= deadline) break
           yield* Effect.sleep(Math.min(200, settings.settleDelayMs))
-          report = yield* resolveUnknown
-          adopted += report.adopted
-          notPlaced += report.notPlaced
         }
-        const compared = yield* compareOpenOrders
-        yield* market.refreshBalances
+        const compared = Option.getOrElse(yield* untilDeadline(compareOpenOrders), () => ({ external: 0, inDoubt: 0 }))
+        yield* untilDeadline(market.refreshBalances)
+        const stillUnknown = (yield* journal.inStates(["unknown"])).length
         const unsent = yield* journal.inStates(["intent"])
         yield* sender.enqueue(unsent)
-        const summary = { adopted, notPlaced, stillUnknown: report.stillUnknown, ...compared, sent: unsent.length }
+        const summary = { adopted, notPlaced, stillUnknown, ...compared, sent: unsent.length }
         yield* logEvent("reconcile.completed", { phase: "start", ...summary })
         return summary
       }),

@@ -124,9 +124,9 @@ export const defaultTracker: TrackerSettings = {
   lostAfterProbes: 3
 }
 
-export const defaultReconcile: ReconcileSettings = {
+/** The absence window is not among them: by default it is the receive window plus its margin. */
+export const defaultReconcile: Omit<ReconcileSettings, "absenceWindowMs"> = {
   settleDelayMs: 500,
-  absenceWindowMs: 6000,
   intervalMs: 30_000,
   matchWindowMs: 60_000
 }
@@ -149,10 +149,7 @@ export const resolveSettings = (options: EngineOptions): ResolvedEngineSettings 
   reconcile: {
     ...defaultReconcile,
     ...options.reconcile,
-    absenceWindowMs: Math.max(
-      options.reconcile?.absenceWindowMs ?? defaultReconcile.absenceWindowMs,
-      (options.recvWindowMs ?? defaultDialect.recvWindowMs) + ABSENCE_MARGIN_MS
-    )
+    absenceWindowMs: Math.max(options.reconcile?.absenceWindowMs ?? 0, (options.recvWindowMs ?? defaultDialect.recvWindowMs) + ABSENCE_MARGIN_MS)
   },
   fillSync: { ...defaultFillSync, ...options.fillSync },
   market: { ...defaultMarket, ...options.market }
