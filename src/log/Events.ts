@@ -113,7 +113,10 @@ export const EventCatalog = define({
   "library.log": { level: "info", meaning: "a line of a library svcbot runs on (the cluster's runner: listening, shard assignment, a lost connection), at the library's own level; its text in message" },
   "worker.started": { level: "info", meaning: "a svcbot worker joined an optimisation cluster; carries its address and the cluster's masked URL" },
   "optimize.study-loaded": { level: "info", meaning: "a worker prepared a study (strategy and dataset, fetched once by content hash) for the trials that follow" },
-  "optimize.trial-done": { level: "info", meaning: "a worker ran one optimisation trial and stored its result; carries the run id and job key" },
+  "optimize.batch-done": {
+    level: "info",
+    meaning: "a worker ran a batch's missing optimisation trials and stored their results; carries the run id, how many ran in how many ms, every job key written and the error of any trial that failed"
+  },
 
   // storage and alerts
   "db.migrated": { level: "info", meaning: "database migrations were applied" },

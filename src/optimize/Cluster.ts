@@ -247,7 +247,9 @@ const trialHandlers = (worker: string, cacheDir: string) => {
           yield* Effect.uninterruptible(
             Effect.gen(function* () {
               for (const [key, result] of yield* PgResults.writeResults(missing, results, worker)) stored.set(key, result)
-              for (const result of results) yield* logEvent("optimize.trial-done", { worker, runId, jobKey: result.key, ...(result.error === undefined ? {} : { error: result.error }) })
+              // One line a batch: a line a trial, hundreds a second, was a fiftieth of a worker's time.
+              const errors = results.filter((result) => result.error !== undefined).map((result) => ({ jobKey: result.key, error: result.error }))
+              yield* logEvent("optimize.batch-done", { worker, runId, ran: results.length, ms: Math.round(ms), jobKeys: results.map((result) => result.key), ...(errors.length === 0 ? {} : { errors }) })
             })
           )
         }

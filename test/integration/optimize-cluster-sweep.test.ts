@@ -35,7 +35,7 @@ describe.skipIf(missing !== undefined)("optimisation on a cluster", () => {
     await until("every worker started", () => workers.every((w) => logLines(w).some((l) => l.event === "worker.started")), 120_000)
 
     const clustered = svcbot(["optimize", ...common, "--space", space, "--cluster", pg.url, "--json"])
-    const done = (w: Run) => logLines(w).filter((l) => l.event === "optimize.trial-done")
+    const done = (w: Run) => logLines(w).flatMap((l) => (l.event === "optimize.batch-done" ? (l.jobKeys as Array<string>).map((jobKey) => ({ jobKey })) : []))
     // The victim is the first worker seen to finish a trial: which workers the run's lanes land on
     // is the cluster's choice, and a worker given none would have nothing to leave to the others.
     await until("a worker finished a trial", () => workers.some((w) => done(w).length > 0) || clustered.child.exitCode !== null, 120_000)
