@@ -133,6 +133,16 @@ export type Admission = { readonly _tag: "Admit"; readonly weight: number } | Wa
 export type Decision = { readonly _tag: "Admit"; readonly ticket: Ticket } | Wait | Refuse
 
 /**
+ * An upper bound of a request's weight, from the totals of its window. A loose one is the first
+ * total of a window that began before the process saw it: it may hold what was spent before the
+ * process started, all of a window's spending, so it is never taken as the guess for other endpoints.
+ */
+export interface WeightBound {
+  readonly weight: number
+  readonly loose: boolean
+}
+
+/**
  * Used count and limit of one fixed window kind, as last reported by the server.
  * A request whose window is uncertain (answered across a boundary, or lost) is
  * charged provisionally to the current window; a total reported by a request
@@ -145,6 +155,12 @@ export class WindowCount {
   private provisional: Array<{ readonly atMs: number; readonly amount: number }> = []
   /** Running totals reported in the current window, ascending: the base of weight learning. */
   private totals: Array<number> = []
+  /**
+   * Whether this count was kept when the current window began. The first window a process sees
+   * (or the first after a clock correction) began without it: its first total includes what was
+   * spent before the process started, and is no bound on the weight of the request it answered.
+   */
+  private sawStart = false
 
   constructor(readonly windowMs: number) {}
 
@@ -168,6 +184,7 @@ export class WindowCount {
   private enter(window: number): boolean {
     if (window < this.window) return false
     if (window > this.window) {
+      this.sawStart = this.window !== Number.NEGATIVE_INFINITY
       this.window = window
       this.reported = 0
       this.provisional = []
@@ -180,18 +197,20 @@ export class WindowCount {
    * Records the total reported by an answer counted in `window` for a request
    * admitted at `admittedAtMs`; returns the gap to the next lower total of the
    * window (an upper bound of the weight just charged), or undefined when it says
-   * nothing about that weight.
+   * nothing about that weight. The window's lowest total is a loose bound when
+   * this count did not see the window begin.
    */
-  report(window: number, total: number, admittedAtMs: number): number | undefined {
+  report(window: number, total: number, admittedAtMs: number): WeightBound | undefined {
     if (!this.enter(window)) return undefined
     this.reported = Math.max(this.reported, total)
     if (this.provisional.length > 0) this.provisional = this.provisional.filter((charge) => charge.atMs > admittedAtMs)
     const totals = this.totals
     const low = firstNotBelow(totals.length, (i) => totals[i]! < total)
     if (totals[low] === total) return undefined
-    const below = low === 0 ? 0 : totals[low - 1]!
     totals.splice(low, 0, total)
-    return total - below
+    // The lowest total of a window this count did not see begin may hold what was spent before the process started.
+    if (low === 0) return { weight: total, loose: !this.sawStart }
+    return { weight: total - totals[low - 1]!, loose: false }
   }
 
   /** Forgets the window's counts: after a clock correction its times are on another base. */
@@ -239,7 +258,7 @@ export interface AdmissionState {
   readonly orders10s: WindowView
   readonly orders1d: WindowView
   readonly learned: ReadonlyMap<string, number>
-  /** The heaviest weight learned: an endpoint not learned yet is assumed to cost as much. */
+  /** The heaviest weight learned (from a tight bound): an endpoint not learned yet is assumed to cost as much. */
   readonly heaviest: number
   readonly inFlight: ReadonlyMap<number, Ticket>
   readonly inFlightWeight: number
@@ -333,6 +352,8 @@ export class Governor implements AdmissionState {
   readonly orders10s: WindowCount
   readonly orders1d = new WindowCount(DAY_MS)
   readonly learned = new Map<string, number>()
+  /** Endpoints whose learned weight is a loose bound (`WeightBound`): kept for them, not lent to others as a guess, not handed to the next run. */
+  private readonly loose = new Set<string>()
   heaviest = 0
   readonly inFlight = new Map<number, Ticket>()
   inFlightWeight = 0
@@ -364,8 +385,17 @@ export class Governor implements AdmissionState {
     return expectedWeight(this, endpoint)
   }
 
+  /** The weights learned so far but the loose bounds: what the next run on this key may start from. */
   learnedWeights(): ReadonlyMap<string, number> {
-    return this.learned
+    if (this.loose.size === 0) return this.learned
+    return new Map([...this.learned].filter(([endpoint]) => !this.loose.has(endpoint)))
+  }
+
+  /** The heaviest weight learned from a tight bound. */
+  private tightMax(): number {
+    let heaviest = 0
+    for (const [endpoint, weight] of this.learned) if (!this.loose.has(endpoint)) heaviest = Math.max(heaviest, weight)
+    return heaviest
   }
 
   /** The admission of `demand` at `now`, booked as a ticket in flight when it may go. */
@@ -478,11 +508,11 @@ export class Governor implements AdmissionState {
     if (count === this.weight && bound !== undefined && charged) {
       const endpoint = ticket.demand.endpoint
       const previous = this.learned.get(endpoint)
-      const learned = previous === undefined ? bound : Math.min(previous, bound)
-      if (learned !== previous) {
-        this.learned.set(endpoint, learned)
-        this.heaviest = Math.max(...this.learned.values())
-      }
+      // Every bound holds, so the smallest is kept; it is loose only while no tight bound was ever above or at it.
+      if (previous === undefined || bound.weight < previous) this.learned.set(endpoint, bound.weight)
+      if (!bound.loose) this.loose.delete(endpoint)
+      else if (previous === undefined) this.loose.add(endpoint)
+      this.heaviest = this.tightMax()
     }
   }
 

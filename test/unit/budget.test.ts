@@ -212,6 +212,25 @@ describe("budget governor: what a restart keeps and what health reads", () => {
     expect(restarted.decide(demandOf("GET /fills", "fills"), 20)).toMatchObject({ _tag: "Admit", ticket: { weight: 40, guessed: false } })
   })
 
+  it("starts in the middle of a window: the first total, which holds what was spent before, is no guess for other endpoints and is not handed on", () => {
+    const governor = new Governor({ ...defaultBudgetOptions })
+    const send = (endpoint: string, priority: Priority, now: number) => {
+      const decision = governor.decide(demandOf(endpoint, priority), now)
+      if (decision._tag !== "Admit") throw new Error(`${endpoint} not admitted: ${decision._tag}`)
+      return decision.ticket
+    }
+    // 300 of the window's 1200 were spent before this process started; its fill read costs 5.
+    governor.settle(send("GET /fills", "fills", 0), answered(305, 1200), 10)
+    // Taken as the fill read's weight and lent as the guess, 305 would hold open orders back for the window.
+    const openOrders = send("GET /open-orders", "reconcile", 20)
+    expect(openOrders).toMatchObject({ weight: defaultBudgetOptions.defaultWeight, guessed: true })
+    expect(governor.learnedWeights().has("GET /fills")).toBe(false)
+    // The next answers of the window teach both weights from the totals' steps.
+    governor.settle(openOrders, answered(307, 1200), 30)
+    governor.settle(send("GET /fills", "fills", 40), answered(312, 1200), 50)
+    expect(Object.fromEntries(governor.learnedWeights())).toEqual({ "GET /fills": 5, "GET /open-orders": 2 })
+  })
+
   it("reports the venue unreachable from the first unanswered or 5xx request until a good answer", () => {
     const governor = new Governor({ ...defaultBudgetOptions })
     const send = (now: number) => {
