@@ -65,8 +65,21 @@ const spec: JobSpec = {
 }
 const job = await Effect.runPromise(prepare(spec))
 const study = studyOf(job)
-/** Distinct params for each i, so that no trial is the same job as another. */
-const paramsOf = (i: number) => canonicalParams({ fastPeriod: 3 + (i % 12), slowPeriod: 30 + 10 * Math.floor(i / 12), entry: "market", quoteQty: "1000" })
+/**
+ * Distinct params for each i, so that no trial is the same job as another. The periods come round
+ * again every `PERIODS_CYCLE` trials with another quote amount, so that the fresh trials of a
+ * cluster round cost what the timed ones do: with periods growing without end, a cluster round's
+ * trials cost a quarter of the timed ones, and a round sized as 8 s of the main thread's trials
+ * gave each worker a little over a second of work, one or two batches.
+ */
+const PERIODS_CYCLE = 96
+const paramsOf = (i: number) =>
+  canonicalParams({
+    fastPeriod: 3 + (i % 12),
+    slowPeriod: 30 + 10 * Math.floor((i % PERIODS_CYCLE) / 12),
+    entry: "market",
+    quoteQty: String(1000 + Math.floor(i / PERIODS_CYCLE))
+  })
 /** `count` trials from the `from`th params on. */
 const trialsFrom = (from: number, count: number): ReadonlyArray<Trial> =>
   Array.from({ length: count }, (_, i) => trialOf(study, paramsOf(from + i), study.fromMs, study.toMs))
