@@ -84,7 +84,12 @@ const paramsOf = (i: number) =>
 const trialsFrom = (from: number, count: number): ReadonlyArray<Trial> =>
   Array.from({ length: count }, (_, i) => trialOf(study, paramsOf(from + i), study.fromMs, study.toMs))
 const trials = trialsFrom(0, trialCount)
-const WARMUP_PER_THREAD = 4
+/**
+ * Half a timing's trials a thread: four left a fresh thread's code still being compiled through
+ * its timing (the first round of two threads ran at 1.05-1.16 of the main thread, the later ones
+ * at 1.6-1.8), and one thread timed once read as 0.66-0.79 of the main thread.
+ */
+const WARMUP_PER_THREAD = 48
 /** Params past every timed trial's. */
 let unused = trialCount
 const fresh = (count: number): ReadonlyArray<Trial> => {
