@@ -24,6 +24,9 @@ import { Sender } from "./Sender.js"
 import type { PlacementTerms } from "../domain/OrderTerms.js"
 import { EngineSettings } from "./Settings.js"
 
+/** How long past its looks the startup reconcile may still read the open orders and the balances. */
+const AFTER_LOOKS_MS = 1000
+
 /** An order on the service that the journal does not know yet. */
 export interface Candidate extends PlacementTerms {
   readonly clientOrderId: string
@@ -241,18 +244,20 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
        * window), fills are synced, strangers adopted, and journaled intents that
        * were never sent are sent.
        *
-       * Its reads end with that wait: a crash loop can leave the key's weight window used up,
-       * and a read the rate budget holds back would keep every strategy waiting for the next
-       * window (up to a minute). What was not read by then, the background loops read once the
-       * budget allows: a placement no look reached stays unknown, never proven absent unseen,
-       * and the first risk check reads the balances itself.
+       * Its reads end with that wait (the open orders and balances at most a second after it): a
+       * crash loop can leave the key's weight window used up, and a read the rate budget holds
+       * back would keep every strategy waiting for the next window (up to a minute). What was not
+       * read by then, the background loops read once the budget allows: a placement no look
+       * reached stays unknown, never proven absent unseen, and the first risk check reads the
+       * balances itself.
        */
       atStart: Effect.gen(function* () {
         yield* logEvent("reconcile.started", { phase: "start" })
         const started = yield* Clock.currentTimeMillis
         const deadline = started + settings.settleDelayMs + settings.absenceWindowMs + 1000
-        const untilDeadline = <A, E, R>(read: Effect.Effect<A, E, R>) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeoutOption(read, Math.max(0, deadline - now)))
+        const until = (end: number) => <A, E, R>(read: Effect.Effect<A, E, R>) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.timeoutOption(read, Math.max(0, end - now)))
+        const untilDeadline = until(deadline)
         yield* loseHalfSent
         yield* untilDeadline(fillSync.syncAll)
         yield* market.refreshPairs
@@ -266,12 +271,14 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
           if (looked.value.stillUnknown === 0 || (yield* Clock.currentTimeMillis) >= deadline) break
           yield* Effect.sleep(Math.min(200, settings.settleDelayMs))
         }
-        const compared = Option.getOrElse(yield* untilDeadline(compareOpenOrders), () => ({ external: 0, inDoubt: 0 }))
-        yield* untilDeadline(market.refreshBalances)
+        // The open orders and the balances may still be read for a moment past the looks: a read the
+        // budget admits at once takes milliseconds, and one it holds back is left to the background.
+        const readsEnd = Math.max(deadline, (yield* Clock.currentTimeMillis) + AFTER_LOOKS_MS)
+        const [compared] = yield* Effect.all([until(readsEnd)(compareOpenOrders), until(readsEnd)(market.refreshBalances)], { concurrency: 2 })
         const stillUnknown = (yield* journal.inStates(["unknown"])).length
         const unsent = yield* journal.inStates(["intent"])
         yield* sender.enqueue(unsent)
-        const summary = { adopted, notPlaced, stillUnknown, ...compared, sent: unsent.length }
+        const summary = { adopted, notPlaced, stillUnknown, ...Option.getOrElse(compared, () => ({ external: 0, inDoubt: 0 })), sent: unsent.length }
         yield* logEvent("reconcile.completed", { phase: "start", ...summary })
         return summary
       }),
