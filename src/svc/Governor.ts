@@ -508,11 +508,13 @@ export class Governor implements AdmissionState {
     if (count === this.weight && bound !== undefined && charged) {
       const endpoint = ticket.demand.endpoint
       const previous = this.learned.get(endpoint)
+      const wasLoose = this.loose.has(endpoint)
       // Every bound holds, so the smallest is kept; it is loose only while no tight bound was ever above or at it.
       if (previous === undefined || bound.weight < previous) this.learned.set(endpoint, bound.weight)
       if (!bound.loose) this.loose.delete(endpoint)
       else if (previous === undefined) this.loose.add(endpoint)
-      this.heaviest = this.tightMax()
+      // Most answers teach nothing new: the heaviest is looked for again only when something changed.
+      if (this.learned.get(endpoint) !== previous || this.loose.has(endpoint) !== wasLoose) this.heaviest = this.tightMax()
     }
   }
 

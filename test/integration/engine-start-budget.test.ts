@@ -10,8 +10,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
-import { startVenue } from "../support/venue.js"
-import { CapturedLog, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+import { CapturedLog, engineOnVenue, eventually, startEngine, testOptions } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -20,20 +19,19 @@ afterEach(async () => {
 
 describe("the startup reconcile on a used-up rate budget", () => {
   it("leaves what the budget holds back to the background: the start ends, the lost placement stays unknown, and a start with the budget back adopts it", async () => {
+    const stop = { cancelOnStop: false, stopWithinMs: 3000 }
     // A day-long weight window: once squeezed, the budget does not come back while the test runs.
-    const venue = await startVenue({ settleMs: 0, limits: { weightPerMinute: 100_000, weightWindowMs: 86_400_000 } })
-    cleanups.push(() => venue.close())
-    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
-    const db = tempDbPath()
-    cleanups.push(db.cleanup)
-    const options = testOptions(db.path, { cancelOnStop: false, stopWithinMs: 3000 })
+    const { venue, db, engine: first } = await engineOnVenue(cleanups, {
+      venue: { settleMs: 0, limits: { weightPerMinute: 100_000, weightWindowMs: 86_400_000 } },
+      price: "60000",
+      engine: stop
+    })
+    const options = testOptions(db.path, stop)
     const onVenue = async () => (await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<{ kind: string }>
     const bid = Effect.flatMap(OrderJournal, (j) => j.latestByTag("s", "bid"))
 
     // The venue accepts the bid and drops its answer; before the engine can look for it, the
     // budget is squeezed to nothing for the rest of the day's window.
-    const first = await startEngine(venue, options)
-    cleanups.push(() => first.runtime.dispose())
     await venue.admin("POST", "/_venue/faults", { dropAcceptedResponses: 1 })
     await first.run(
       Effect.flatMap(Engine, (e) => e.submit("s", [{ type: "limit", tag: "bid", symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("50000") }]))

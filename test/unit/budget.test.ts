@@ -198,6 +198,12 @@ const demand = (priority: Priority, placement = false) => ({ endpoint: `GET /${p
 
 describe("budget governor: what a restart keeps and what health reads", () => {
   const demandOf = (endpoint: string, priority: Priority) => ({ endpoint, priority, placement: false })
+  /** The ticket of a request the governor must admit at once. */
+  const admitted = (governor: Governor, endpoint: string, priority: Priority, now: number) => {
+    const decision = governor.decide(demandOf(endpoint, priority), now)
+    if (decision._tag !== "Admit") throw new Error(`${endpoint} not admitted: ${decision._tag}`)
+    return decision.ticket
+  }
 
   it("starts knowing the weights an earlier run learned: a heavy endpoint is not held back as a guess", () => {
     const fresh = new Governor({ ...defaultBudgetOptions })
@@ -214,11 +220,7 @@ describe("budget governor: what a restart keeps and what health reads", () => {
 
   it("starts in the middle of a window: the first total, which holds what was spent before, is no guess for other endpoints and is not handed on", () => {
     const governor = new Governor({ ...defaultBudgetOptions })
-    const send = (endpoint: string, priority: Priority, now: number) => {
-      const decision = governor.decide(demandOf(endpoint, priority), now)
-      if (decision._tag !== "Admit") throw new Error(`${endpoint} not admitted: ${decision._tag}`)
-      return decision.ticket
-    }
+    const send = (endpoint: string, priority: Priority, now: number) => admitted(governor, endpoint, priority, now)
     // 300 of the window's 1200 were spent before this process started; its fill read costs 5.
     governor.settle(send("GET /fills", "fills", 0), answered(305, 1200), 10)
     // Taken as the fill read's weight and lent as the guess, 305 would hold open orders back for the window.
@@ -233,11 +235,7 @@ describe("budget governor: what a restart keeps and what health reads", () => {
 
   it("reports the venue unreachable from the first unanswered or 5xx request until a good answer", () => {
     const governor = new Governor({ ...defaultBudgetOptions })
-    const send = (now: number) => {
-      const decision = governor.decide(demandOf("GET /wallet", "reconcile"), now)
-      if (decision._tag !== "Admit") throw new Error(`not admitted: ${decision._tag}`)
-      return decision.ticket
-    }
+    const send = (now: number) => admitted(governor, "GET /wallet", "reconcile", now)
     expect(governor.keyHealth(0).unreachableForMs).toBe(0)
     governor.settle(send(0), { _tag: "Lost" }, 1000)
     governor.settle(send(2000), answered(1, 1200, undefined, 503), 3000)
