@@ -187,10 +187,14 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           const decisions = yield* journal.batch((j) => decide(j, strategyId, intents, outboxIds, inputs, now))
           const effects: Array<Effect.Effect<void>> = []
           const results = decisions.map((decision) => carryOut(strategyId, decision, now, effects))
-          yield* Effect.all(effects, { discard: true })
           const placed = decisions.flatMap((decision) => (decision._tag === "Placed" ? [decision.order] : []))
           yield* bus.publishOrders(placed, now)
           yield* sender.enqueue(placed)
+          // The sender marks the first placements and syncs them to disk before any goes out: the
+          // lines are written while the disk syncs (the marker runs at this yield), not before the
+          // marking begins. What is committed is logged, so an interrupt waits for the lines.
+          const lines = Effect.all(effects, { discard: true })
+          yield* Effect.uninterruptible(placed.length > 0 ? Effect.zipRight(Effect.yieldNow(), lines) : lines)
           return results
         }),
       /** Waits until every placement and cancel sent so far has its answer (a withdrawn placement needs none). */
