@@ -151,6 +151,10 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     const budget = yield* Effect.flatMap(Effect.serviceOption(Budget), (found) =>
       Option.isSome(found) ? Effect.succeed(found.value) : Effect.dieMessage("the sender needs the key's Budget beside its SvcClient (SvcClient.layerWith provides both)")
     )
+    // A first sync now opens the write-ahead log for every later one: left to the first marked
+    // group, the open came on top of that sync, before the first placement of every start. Should
+    // it fail (a full disk), the start goes on: a group's own sync is what lets placements go out.
+    yield* Effect.catchAllCause(database.syncToDisk, () => Effect.void)
     /** Groups being handed over to the senders once synced. */
     const handOvers = yield* FiberSet.make()
     const outstanding = yield* makeOutstanding

@@ -9,7 +9,7 @@
  * refused before anything is written to it.
  */
 import BetterSqlite3 from "better-sqlite3"
-import { Data, Effect, Option, type Scope } from "effect"
+import { Data, Effect, type Scope } from "effect"
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync } from "node:fs"
 import { type FileHandle, open } from "node:fs/promises"
 import { dirname } from "node:path"
@@ -283,13 +283,10 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
       }
       const storage = storageHealthOf(options.path, sqlite)
       yield* storage.watch
-      // The write-ahead log, kept open: fsync of any descriptor of the file flushes what every writer
-      // of it wrote. Opened now (SQLite created it with the connection), so that the sync of the first
-      // placements does not wait for the open as well; should it not be there, at the first sync.
+      // The write-ahead log, opened at the first sync (SQLite creates it) and kept open: fsync of any
+      // descriptor of the file flushes what every writer of it wrote.
       let wal: FileHandle | undefined
-      const openWal = Effect.tryPromise(async () => (wal = await open(`${options.path}-wal`, "r")))
-      const openedNow = options.path === ":memory:" ? Option.none() : yield* Effect.option(openWal)
-      const walHandle = Option.isSome(openedNow) ? Effect.succeed(openedNow.value) : yield* Effect.cached(openWal)
+      const walHandle = yield* Effect.cached(Effect.tryPromise(async () => (wal = await open(`${options.path}-wal`, "r"))))
       yield* Effect.addFinalizer(() => Effect.promise(async () => wal?.close()))
       return {
         sqlite,
