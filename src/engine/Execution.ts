@@ -190,11 +190,12 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           const placed = decisions.flatMap((decision) => (decision._tag === "Placed" ? [decision.order] : []))
           yield* bus.publishOrders(placed, now)
           yield* sender.enqueue(placed)
-          // The sender marks the first placements and syncs them to disk before any goes out: the
-          // lines are written while the disk syncs (the marker runs at this yield), not before the
-          // marking begins. What is committed is logged, so an interrupt waits for the lines.
-          const lines = Effect.all(effects, { discard: true })
-          yield* Effect.uninterruptible(placed.length > 0 ? Effect.zipRight(Effect.yieldNow(), lines) : lines)
+          // The sender marks the first placements and syncs them to disk before any goes out: what
+          // the decisions leave to do (their lines, their cancels) is done while the disk syncs (the
+          // marker runs at this yield), not before the marking begins; uninterruptibly, so that
+          // what was committed is logged.
+          const carriedOut = Effect.all(effects, { discard: true })
+          yield* Effect.uninterruptible(placed.length > 0 ? Effect.zipRight(Effect.yieldNow(), carriedOut) : carriedOut)
           return results
         }),
       /** Waits until every placement and cancel sent so far has its answer (a withdrawn placement needs none). */
