@@ -7,9 +7,12 @@
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
+import { collectForRepeatedRuns } from "./Collector.js"
 
 /** Starts the worker module `name` that sits beside `callerUrl` (the caller's import.meta.url). */
 export const startModuleWorker = (callerUrl: string, name: string, workerData: unknown): Worker => {
+  // Every worker of the backtester runs backtest after backtest.
+  collectForRepeatedRuns()
   if (!callerUrl.endsWith(".ts")) return new Worker(new URL(`./${name}.js`, callerUrl), { workerData })
   const tsx = new URL("dist/esm/api/index.mjs", pathToFileURL(createRequire(import.meta.url).resolve("tsx/package.json"))).href
   const entry = new URL(`./${name}.ts`, callerUrl).href

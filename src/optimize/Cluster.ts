@@ -42,6 +42,7 @@ import { Rpc, RpcSerialization } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Effect, Layer, ManagedRuntime, Option, Redacted, Schema } from "effect"
+import { collectForRepeatedRuns } from "../backtest/Collector.js"
 import { type JobSpec, prepare, type PreparedJob, strategyFileOf } from "../backtest/Job.js"
 import type { CandleSeries } from "../backtest/Candles.js"
 import { sourceHashOfFile } from "../domain/Hash.js"
@@ -219,6 +220,8 @@ const loadStudy = (study: StudyRef, worker: string, cacheDir: string) =>
   })
 
 const trialHandlers = (worker: string, cacheDir: string) => {
+  // This process runs trials on its own thread, one after another.
+  collectForRepeatedRuns()
   // Shared by every lane of this worker: one load per study however many of its batches arrive
   // at once, the first caller's load serving the rest.
   const studies = new Map<string, Effect.Effect<PreparedJob, WorkerUnfit, SqlClient.SqlClient>>()

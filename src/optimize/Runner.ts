@@ -10,6 +10,7 @@ import { Data } from "effect"
 import type { JobSpec, PreparedJob } from "../backtest/Job.js"
 import type { ResultsBackend } from "./Results.js"
 import { runTrial, type Trial, type TrialResult } from "./Trial.js"
+import { collectForRepeatedRuns } from "../backtest/Collector.js"
 import { startModuleWorker } from "../backtest/Workers.js"
 
 export interface TrialRunner {
@@ -27,10 +28,13 @@ export type WorkerAnswer =
 export class RunnerFailed extends Data.TaggedError("RunnerFailed")<{ readonly message: string }> {}
 
 /** Runs trials one after another on this thread. */
-export const inProcessRunner = (job: PreparedJob): TrialRunner => ({
-  run: (trials) => Promise.resolve(trials.map((trial) => runTrial(job, trial))),
-  close: () => Promise.resolve()
-})
+export const inProcessRunner = (job: PreparedJob): TrialRunner => {
+  collectForRepeatedRuns()
+  return {
+    run: (trials) => Promise.resolve(trials.map((trial) => runTrial(job, trial))),
+    close: () => Promise.resolve()
+  }
+}
 
 interface Batch {
   readonly trials: ReadonlyArray<Trial>
