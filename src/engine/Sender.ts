@@ -1,7 +1,8 @@
 /**
  * The sender: journaled placements (state `intent`) out to the service, each once.
  * Three fibers share the work. The marker marks the next group `submitting` in one
- * commit and syncs it to disk before any of it may go out; `sendConcurrency`
+ * commit and syncs it to disk before any of it may go out, each group reaching the
+ * senders after the one marked before it (Sequence.ts); `sendConcurrency`
  * senders place marked orders one at a time; the recorder writes the answers that came
  * within a few milliseconds (or all of them, once none is left on the wire) in one commit.
  * A lost answer makes the order `unknown` for reconciliation: nothing is re-sent here.
@@ -33,6 +34,7 @@ import { AccountBlock, blockOf, STOPPING } from "./AccountBlock.js"
 import { Cancels } from "./Cancels.js"
 import type { PlacementBlock } from "./EngineBus.js"
 import { OrderMoves } from "./OrderMoves.js"
+import { makeSequence, type Place } from "./Sequence.js"
 import { EngineSettings } from "./Settings.js"
 import { Turns } from "./Turns.js"
 
@@ -157,6 +159,8 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
     yield* Effect.catchAllCause(database.syncToDisk, () => Effect.void)
     /** Groups being handed over to the senders once synced. */
     const handOvers = yield* FiberSet.make()
+    /** Groups in the order they were marked: each reaches the senders after the one marked before it. */
+    const markOrder = makeSequence()
     const outstanding = yield* makeOutstanding
     const answers = yield* makeAnswers(settings.execution.markGroupSize)
 
@@ -251,37 +255,39 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
 
     /**
      * Hands the placements of a marked group to the senders once the commit is on disk: after a
-     * power loss the journal still knows they may have been sent.
+     * power loss the journal still knows they may have been sent. A group marked while the one
+     * before syncs may find its own sync ended first: it waits for its `place` in the sequence.
      */
-    const handOver = (group: ReadonlyArray<number>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number) =>
+    const handOver = (group: ReadonlyArray<number>, moved: ReadonlyArray<Either.Either<OrderRow, InvalidTransition>>, now: number, place: Place) =>
       Effect.gen(function* () {
         yield* database.syncToDisk
-        const marked: Array<OrderRow> = []
+        yield* place.turn
+        const sendable: Array<OrderRow> = []
         for (const [i, orderId] of group.entries()) {
           const outcome = moved[i]!
           if (outcome._tag === "Right") {
-            marked.push(outcome.right)
+            sendable.push(outcome.right)
           } else {
             markedWaiting -= 1
             outstanding.done(1)
             yield* moves.refused(orderId, outcome.left, undefined)
           }
         }
-        yield* moves.announce(marked, [], now, false)
+        yield* moves.announce(sendable, [], now, false)
         // Only now may any of them be sent, unless the engine began to stop while the commit was synced.
         yield* marking.withPermits(1)(
           Effect.suspend(() => {
             if (!withdrawing) {
-              for (const order of marked) readyToSend.push(instanceOf(order), order)
-              return Queue.offerAll(readyCount, marked.map(() => undefined))
+              for (const order of sendable) readyToSend.push(instanceOf(order), order)
+              return Queue.offerAll(readyCount, sendable.map(() => undefined))
             }
-            markedWaiting -= marked.length
-            return Effect.zipRight(withdraw(marked), Effect.sync(() => outstanding.done(marked.length)))
+            markedWaiting -= sendable.length
+            return Effect.zipRight(withdraw(sendable), Effect.sync(() => outstanding.done(sendable.length)))
           })
         )
         // No sender will take the ones refused: room for the next group is made here.
-        if (marked.length < group.length) yield* Queue.offer(markerWake, undefined)
-      })
+        if (sendable.length < group.length) yield* Queue.offer(markerWake, undefined)
+      }).pipe(Effect.ensuring(place.release))
 
     /**
      * Marks the next group of placements `submitting` in one commit and syncs it to disk off the
@@ -313,7 +319,7 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
         outstanding.done(group.length)
         return
       }
-      yield* FiberSet.run(handOvers, Effect.uninterruptible(handOver(group, moved.value, now)))
+      yield* FiberSet.run(handOvers, Effect.uninterruptible(handOver(group, moved.value, now, markOrder.take())))
     })
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(marking.withPermits(1)(markNextGroup)))))
 
