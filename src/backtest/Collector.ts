@@ -18,10 +18,5 @@
  */
 import { setFlagsFromString } from "node:v8"
 
-let applied = false
-
-export const collectForRepeatedRuns = (): void => {
-  if (applied) return
-  applied = true
-  setFlagsFromString("--no-allocation-site-pretenuring")
-}
+/** Setting the flag again is harmless: each runner sets it as it starts, whichever started first. */
+export const collectForRepeatedRuns = (): void => setFlagsFromString("--no-allocation-site-pretenuring")
