@@ -12,7 +12,7 @@ import { Clock, Effect } from "effect"
 import { type Decimal, ZERO } from "../domain/Decimal.js"
 import { type Intent, isPlacement, type PlaceIntent } from "../domain/Intent.js"
 import { isTerminal } from "../domain/OrderState.js"
-import { logEvent } from "../log/Logger.js"
+import { type EventLineInput, logEvents } from "../log/Logger.js"
 import { type JournalBatch, OrderJournal } from "../store/OrderJournal.js"
 import type { OrderRow } from "../store/OrderRow.js"
 import { AccountBlock } from "./AccountBlock.js"
@@ -133,15 +133,16 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
     }
 
     /**
-     * What a committed decision comes to: its result, with the lines to log and the cancel to send
-     * put in `effects`, run together for the batch. Its placement is published and queued by the caller.
+     * What a committed decision comes to: its result, with the lines to log put in `lines` and the
+     * cancel to send in `effects`, each done together for the batch. Its placement is published and queued by the caller.
      */
-    const carryOut = (strategyId: string, decision: Decision, now: number, effects: Array<Effect.Effect<void>>): SubmitResult => {
+    const carryOut = (strategyId: string, decision: Decision, now: number, lines: Array<EventLineInput>, effects: Array<Effect.Effect<void>>): SubmitResult => {
       switch (decision._tag) {
         case "Placed": {
           const { order } = decision
-          effects.push(
-            logEvent("order.intent", {
+          lines.push([
+            "order.intent",
+            {
               strategy: strategyId,
               tag: order.tag,
               intentId: order.intentId,
@@ -149,18 +150,18 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
               side: order.side,
               type: order.type,
               notional: decision.notional.toFixed()
-            })
-          )
+            }
+          ])
           return { _tag: "Approved", intentId: order.intentId!, tag: order.tag!, orderId: order.orderId }
         }
         case "RiskRefused": {
           const { refused, intentId, tag } = decision
           if (refused.reason === "kill-switch") {
             const day = startOfUtcDay(now)
-            if (killSwitchDay.get(strategyId) !== day) effects.push(logEvent("risk.kill-switch", { strategy: strategyId, detail: refused.detail }))
+            if (killSwitchDay.get(strategyId) !== day) lines.push(["risk.kill-switch", { strategy: strategyId, detail: refused.detail }])
             killSwitchDay.set(strategyId, day)
           }
-          effects.push(logEvent("risk.refused", { strategy: strategyId, tag, intentId, reason: refused.reason, detail: refused.detail }))
+          lines.push(["risk.refused", { strategy: strategyId, tag, intentId, reason: refused.reason, detail: refused.detail }])
           return { _tag: "Refused", intentId, tag, reason: refused.reason, detail: refused.detail }
         }
         case "CancelRefused":
@@ -185,8 +186,9 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           const placements = intents.filter(isPlacement)
           const inputs = placements.length === 0 ? undefined : yield* riskInputs(strategyId, placements, now)
           const decisions = yield* journal.batch((j) => decide(j, strategyId, intents, outboxIds, inputs, now))
+          const lines: Array<EventLineInput> = []
           const effects: Array<Effect.Effect<void>> = []
-          const results = decisions.map((decision) => carryOut(strategyId, decision, now, effects))
+          const results = decisions.map((decision) => carryOut(strategyId, decision, now, lines, effects))
           const placed = decisions.flatMap((decision) => (decision._tag === "Placed" ? [decision.order] : []))
           yield* bus.publishOrders(placed, now)
           yield* sender.enqueue(placed)
@@ -194,7 +196,7 @@ export class Execution extends Effect.Service<Execution>()("svcbot/Execution", {
           // the decisions leave to do (their lines, their cancels) is done while the disk syncs (the
           // marker runs at this yield), not before the marking begins; uninterruptibly, so that
           // what was committed is logged.
-          const carriedOut = Effect.all(effects, { discard: true })
+          const carriedOut = Effect.zipRight(logEvents(lines), Effect.all(effects, { discard: true }))
           yield* Effect.uninterruptible(placed.length > 0 ? Effect.zipRight(Effect.yieldNow(), carriedOut) : carriedOut)
           return results
         }),

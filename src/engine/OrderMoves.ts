@@ -9,7 +9,7 @@
 import { Clock, Effect, FiberRef, LogLevel } from "effect"
 import { alreadyApplied, type InvalidTransition, isTerminal, type OrderEvent, type OrderState } from "../domain/OrderState.js"
 import { EventCatalog, type EventName } from "../log/Events.js"
-import { logEvent } from "../log/Logger.js"
+import { type EventLineInput, logEvent, logEvents } from "../log/Logger.js"
 import { type Move, OrderJournal } from "../store/OrderJournal.js"
 import type { OrderPatch, OrderRow } from "../store/OrderRow.js"
 import { STOPPING } from "./AccountBlock.js"
@@ -47,14 +47,15 @@ export class OrderMoves extends Effect.Service<OrderMoves>()("svcbot/OrderMoves"
       Effect.withFiberRuntime((fiber) => {
         // Read once for the batch: the debug events of every order's progress cost nothing while debug is off.
         const debugOn = !LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
-        const lines: Array<Effect.Effect<void>> = []
+        const lines: Array<EventLineInput> = []
         let syncFills = false
         for (const [i, row] of rows.entries()) {
           const name = row.state === "refused" && row.code === STOPPING ? "order.withdrawn" : STATE_EVENTS[row.state]
           if (name !== undefined && (debugOn || EventCatalog[name].level !== "debug")) {
             const detail = details[i]
-            lines.push(
-              logEvent(name, {
+            lines.push([
+              name,
+              {
                 strategy: row.strategyId,
                 tag: row.tag,
                 intentId: row.intentId,
@@ -67,14 +68,14 @@ export class OrderMoves extends Effect.Service<OrderMoves>()("svcbot/OrderMoves"
                 ...(row.code === null ? {} : { code: row.code }),
                 ...(row.state === "not_placed" ? { outcome: "not_placed" } : {}),
                 ...(detail === undefined ? {} : { detail })
-              })
-            )
+              }
+            ])
           }
           if (!fillsSynced && (row.state === "fill" || (isTerminal(row.state) && row.filledBaseQty.gt(0)))) syncFills = true
         }
         cancels.moved(rows)
         const published = syncFills ? Effect.zipRight(bus.publishOrders(rows, now), bus.triggerFillSync) : bus.publishOrders(rows, now)
-        return lines.length === 0 ? published : Effect.zipRight(Effect.all(lines, { discard: true }), published)
+        return lines.length === 0 ? published : Effect.zipRight(logEvents(lines), published)
       })
 
     /** What a move that the state machine refused means: nothing, when the outcome was reached already. */

@@ -142,6 +142,7 @@ const makeAnswers = (groupSize: number) =>
 export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
   scoped: Effect.gen(function* () {
     const client = yield* SvcClient
+    const clock = yield* Effect.clock
     const journal = yield* OrderJournal
     const database = yield* Database
     const moves = yield* OrderMoves
@@ -385,17 +386,23 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
       if (order === undefined) return Effect.void
       markedWaiting -= 1
       answers.sending()
-      const sent = Effect.flatMap(Effect.exit(place(order)), (outcome) => Effect.map(Clock.currentTimeMillis, (at) => answers.push(order, outcome, at)))
       // When few marked placements are left and more wait, the next group may be marked.
-      return markedWaiting <= markAhead && awaitingMark.size > 0 ? Effect.zipRight(Queue.offer(markerWake, undefined), sent) : sent
+      if (markedWaiting <= markAhead && awaitingMark.size > 0) Queue.unsafeOffer(markerWake, undefined)
+      return Effect.matchCause(place(order), {
+        onFailure: (cause) => answers.push(order, Exit.failCause(cause), clock.unsafeCurrentTimeMillis()),
+        onSuccess: (accepted) => answers.push(order, Exit.succeed(accepted), clock.unsafeCurrentTimeMillis())
+      })
     })
 
     /**
      * One of `sendConcurrency` senders: sends marked placements one at a time. It takes the
      * placement whose turn it is only once no placement waits for the budget, and goes on to the
-     * budget in the same step, so the turn is not taken early.
+     * budget in the same step, so the turn is not taken early. Each round waits on the wire or
+     * for a placement, so the loop does without `Effect.forever`'s yield after every round.
      */
-    const sender = Effect.forever(Effect.zipRight(Queue.take(readyCount), Effect.zipRight(budget.placementTurn, sendTurn)))
+    const sender: Effect.Effect<never> = Effect.flatMap(Queue.take(readyCount), () =>
+      Effect.flatMap(budget.placementTurn, () => Effect.flatMap(sendTurn, () => sender))
+    )
     const senders = yield* FiberSet.make()
     for (let i = 0; i < sendConcurrency; i++) yield* FiberSet.run(senders, sender)
 

@@ -71,6 +71,16 @@ export interface JournalBatch {
   readonly unfinished: () => ReadonlyArray<OrderRow>
 }
 
+/** One row of `order_events` as the journal records it: order, from state, to state, kind, code, detail, time. */
+type EventValues = [orderId: number, from: OrderState | null, to: OrderState, kind: string | null, code: string | null, detail: string | null, at: number]
+
+const EVENT_COLUMNS = 7
+/**
+ * How many events one statement writes, largest first, the last being one: a statement per event
+ * cost more in the call into SQLite than in the row it wrote.
+ */
+const EVENTS_PER_INSERT = [32, 8, 1] as const
+
 /** The states the queries name, from the state machine's own words. */
 const FINISHED = sqlList(TERMINAL_STATES)
 const LOST: OrderState = "lost"
@@ -85,10 +95,12 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       insertIntent: sqlite.prepare(
         "INSERT INTO intents (intent_id, strategy_id, seq, tag, type, body, outcome, refusal, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
       ),
-      insertOrder: sqlite.prepare(`INSERT INTO orders (${INSERTED_COLUMNS.join(", ")}) VALUES (${INSERTED_COLUMNS.map(() => "?").join(", ")})`),
-      insertEvent: sqlite.prepare(
-        "INSERT INTO order_events (order_id, from_state, to_state, kind, code, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+      insertEvents: EVENTS_PER_INSERT.map((count) =>
+        sqlite.prepare(
+          `INSERT INTO order_events (order_id, from_state, to_state, kind, code, detail, at) VALUES ${Array.from({ length: count }, () => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}`
+        )
       ),
+      insertOrder: sqlite.prepare(`INSERT INTO orders (${INSERTED_COLUMNS.join(", ")}) VALUES (${INSERTED_COLUMNS.map(() => "?").join(", ")})`),
       byId: sqlite.prepare("SELECT * FROM orders WHERE order_id = ?"),
       byClientOrderId: sqlite.prepare("SELECT * FROM orders WHERE client_order_id = ?"),
       byIntent: sqlite.prepare("SELECT * FROM orders WHERE intent_id = ?"),
@@ -138,7 +150,9 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     const seqs = new Map<string, number>()
     /** Orders changed in memory only while the storage refused writes, by id, as they are now; and their events. */
     const backlogRows = new Map<number, OrderRow>()
-    const backlogEvents: Array<Parameters<typeof q.insertEvent.run>> = []
+    const backlogEvents: Array<EventValues> = []
+    /** The events of the transaction under way, their values one after the other, written at its end (`flushEvents`). */
+    let pendingEvents: Array<EventValues[number]> = []
     /** Set while a change is kept in memory only: writes go to the backlog. */
     let deferring = false
     /** Set when the engine stops: a mark that waits for the storage gives up. */
@@ -155,6 +169,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       if (row.clientOrderId !== null) openByClientOrderId.set(row.clientOrderId, row)
     }
     const reload = (): void => {
+      pendingEvents = []
       open.clear()
       openByClientOrderId.clear()
       seqs.clear()
@@ -163,20 +178,34 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     }
     reload()
 
-    const recordEvent = (...event: Parameters<typeof q.insertEvent.run>): void => {
+    const recordEvent = (...event: EventValues): void => {
       if (deferring) backlogEvents.push(event)
-      else q.insertEvent.run(...event)
+      else for (const value of event) pendingEvents.push(value)
+    }
+
+    /** Writes the events recorded since the last flush, in the order they were recorded: inside the caller's transaction. */
+    const flushEvents = (): void => {
+      if (pendingEvents.length === 0) return
+      const values = pendingEvents
+      pendingEvents = []
+      let i = 0
+      for (const [k, count] of EVENTS_PER_INSERT.entries()) {
+        const width = EVENT_COLUMNS * count
+        for (; i + width <= values.length; i += width) q.insertEvents[k]!.run(values.slice(i, i + width))
+      }
     }
 
     /** Writes what was kept in memory while the storage refused writes: inside the caller's transaction. */
     const writeBacklog = (): void => {
       for (const row of backlogRows.values()) writeRow(toRow(q.byId.get(row.orderId) as RawOrder), row)
-      for (const event of backlogEvents) q.insertEvent.run(...event)
+      for (const event of backlogEvents) for (const value of event) pendingEvents.push(value)
     }
 
     const transact = sqlite.transaction((work: () => unknown) => {
       writeBacklog()
-      return work()
+      const result = work()
+      flushEvents()
+      return result
     })
     /**
      * Runs journal work as one transaction (a savepoint inside an open one), the backlog written

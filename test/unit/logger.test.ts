@@ -106,6 +106,29 @@ describe("logger", () => {
     expect(line).toEqual({ level: "info", time: line.time, event: "order.accepted", requestId: "r-7", strategy: "inner", clientOrderId: "c1" })
   })
 
+  it("writes a batch of events as one logEvent each would: in order, under the annotations, those below the minimum level dropped", async () => {
+    const { lines, layer } = capture("info")
+    const key = "svk_live_" + "B".repeat(22)
+    await Effect.runPromise(
+      Log.logEvents([
+        ["order.intent", { tag: "buy-1", strategy: "inner" }],
+        ["order.submitted", { tag: "buy-1" }],
+        ["order.accepted", { tag: "buy-1", clientOrderId: "c1", apiKey: key }],
+        ["order.rejected", { tag: "buy-2", code: "INSUFFICIENT_BALANCE" }]
+      ]).pipe(Effect.annotateLogs({ requestId: "r-8", strategy: "outer" }), Effect.provide(layer))
+    )
+    const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+    // order.submitted is a debug event: below the minimum, as with logEvent.
+    expect(parsed.map((l) => [l.event, l.level])).toEqual([
+      ["order.intent", "info"],
+      ["order.accepted", "info"],
+      ["order.rejected", "warn"]
+    ])
+    expect(parsed[0]).toMatchObject({ requestId: "r-8", strategy: "inner", tag: "buy-1" })
+    expect(parsed[1]).toMatchObject({ requestId: "r-8", strategy: "outer", clientOrderId: "c1", apiKey: key.slice(0, 12) + "…" })
+    expect(lines.join("\n")).not.toContain(key)
+  })
+
   it("censors a secret among an event's fields under annotations, and keeps the caller's fields as they were", async () => {
     const secret = "svs_live_" + "y".repeat(49)
     registerSecret(secret)

@@ -205,3 +205,68 @@ describe("fill ledger", () => {
     db.close()
   })
 })
+
+describe("order events", () => {
+  const placement = (i: number) => ({
+    strategyId: "grid",
+    tag: `buy-${i}`,
+    body: { type: "limit", tag: `buy-${i}` },
+    placement: {
+      symbol: "BTCUSDT",
+      side: "buy" as const,
+      type: "limit" as const,
+      baseQty: new Decimal("0.001"),
+      limitPrice: new Decimal(60_000 + i),
+      lockAsset: "USDT",
+      lockAmount: new Decimal(60 + i)
+    },
+    now: 10
+  })
+  const eventsOf = (path: string) => {
+    const db = new BetterSqlite3(path, { readonly: true })
+    const rows = db.prepare("SELECT order_id, from_state, to_state, kind, code, detail, at FROM order_events ORDER BY event_id").all()
+    db.close()
+    return rows
+  }
+
+  it("writes a transaction's events in the order they happened, each with its own values, however many there are", async () => {
+    const path = join(tempDir(), "svcbot.sqlite")
+    // 45 placements and their marks: each commit writes its events by 32, by 8 and one by one.
+    const orders = await run(
+      path,
+      Effect.gen(function* () {
+        const journal = yield* OrderJournal
+        const journaled = yield* journal.batch((j) => Array.from({ length: 45 }, (_, i) => j.journalPlacement(placement(i))))
+        yield* journal.transitionMany(journaled.map((o) => ({ orderId: o.orderId, event: "send" as const, patch: { sentAt: 20 } })), 20)
+        const refusals = journaled.slice(0, 3).map((o, i) => ({ orderId: o.orderId, event: "refuse" as const, patch: { code: `E${i}` }, detail: `refused "${i}"\n` }))
+        yield* Effect.sync(() => journal.applyMoves(refusals, 30))
+        return journaled
+      })
+    )
+    const ids = orders.map((o) => o.orderId)
+    expect(eventsOf(path)).toEqual([
+      ...ids.map((id) => ({ order_id: id, from_state: null, to_state: "intent", kind: null, code: null, detail: null, at: 10 })),
+      ...ids.map((id) => ({ order_id: id, from_state: "intent", to_state: "submitting", kind: null, code: null, detail: null, at: 20 })),
+      ...ids.slice(0, 3).map((id, i) => ({ order_id: id, from_state: "submitting", to_state: "refused", kind: null, code: `E${i}`, detail: `refused "${i}"\n`, at: 30 }))
+    ])
+  })
+
+  it("writes none of the events of a transaction that fails, then or with the next one", async () => {
+    const path = join(tempDir(), "svcbot.sqlite")
+    const { failed, order } = await run(
+      path,
+      Effect.gen(function* () {
+        const journal = yield* OrderJournal
+        const failed = yield* Effect.exit(
+          journal.batch((j) => {
+            j.journalPlacement(placement(1))
+            throw new Error("the strategy's batch failed")
+          })
+        )
+        return { failed, order: yield* journal.journalPlacement(placement(2)) }
+      })
+    )
+    expect(failed._tag).toBe("Failure")
+    expect(eventsOf(path)).toEqual([{ order_id: order.orderId, from_state: null, to_state: "intent", kind: null, code: null, detail: null, at: 10 }])
+  })
+})
