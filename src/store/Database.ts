@@ -283,11 +283,24 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
       }
       const storage = storageHealthOf(options.path, sqlite)
       yield* storage.watch
-      // The write-ahead log, opened at the first sync (SQLite creates it) and kept open: fsync of any
-      // descriptor of the file flushes what every writer of it wrote.
+      // The write-ahead log, opened at the first sync that finds it (SQLite creates it) and kept open:
+      // fsync of any descriptor of the file flushes what every writer of it wrote. An open that fails
+      // (the file not there yet, no descriptor left) is tried again at the next sync, which until then
+      // falls back to a checkpoint: a failure kept for good would leave every later sync on the event loop.
       let wal: FileHandle | undefined
-      const walHandle = yield* Effect.cached(Effect.tryPromise(async () => (wal = await open(`${options.path}-wal`, "r"))))
-      yield* Effect.addFinalizer(() => Effect.promise(async () => wal?.close()))
+      let opening: Promise<FileHandle> | undefined
+      const walHandle = Effect.tryPromise(() => {
+        if (wal !== undefined) return Promise.resolve(wal)
+        opening ??= open(`${options.path}-wal`, "r").then(
+          (handle) => (wal = handle),
+          (error: unknown) => {
+            opening = undefined
+            throw error
+          }
+        )
+        return opening
+      })
+      yield* Effect.addFinalizer(() => Effect.promise(async () => (wal ?? (await opening?.catch(() => undefined)))?.close()))
       return {
         sqlite,
         path: options.path,
