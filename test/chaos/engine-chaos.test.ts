@@ -29,6 +29,8 @@ interface Scenario {
   }>
   /** Restores the venue after the run (faults are always cleared). */
   readonly recover?: (venue: TestVenue) => Promise<VenueKey | void>
+  /** How long the engine may take to settle once the faults are cleared. */
+  readonly settleWithinMs?: number
 }
 
 type RunningEngine = Awaited<ReturnType<typeof startEngine>>
@@ -42,7 +44,7 @@ const placementsOut = (timeoutMs?: number) =>
   )
 
 /** Waits until no placement is in flight and the ledger holds every fill of the venue. */
-const settle = (engine: RunningEngine, venue: TestVenue) =>
+const settle = (engine: RunningEngine, venue: TestVenue, withinMs = 30_000) =>
   engine.run(
     eventually(
       Effect.gen(function* () {
@@ -57,7 +59,7 @@ const settle = (engine: RunningEngine, venue: TestVenue) =>
         return stored === venueFills.fills.length ? true : undefined
       }).pipe(Effect.catchAll(() => Effect.succeed(undefined))),
       "the engine to settle",
-      30_000
+      withinMs
     )
   )
 
@@ -87,7 +89,7 @@ const run = async (name: string, scenario: Scenario) => {
     await engine.runtime.dispose()
     engine = await startEngine(newKey, options, log, 1000)
   }
-  await settle(engine, venue)
+  await settle(engine, venue, scenario.settleWithinMs)
   await engine.runtime.dispose()
   const verdict = await verify(venue, db.path)
   console.log(report(name, verdict))
@@ -152,13 +154,16 @@ describe("chaos", () => {
   it("limit squeeze", async () => {
     const { log } = await run("limit squeeze", {
       intents: 18,
-      phases: [{ at: 2, action: (v) => v.admin("POST", "/_venue/faults", { limits: { ordersPer10s: 8, weightPerMinute: 400 } }) }]
+      phases: [{ at: 2, action: (v) => v.admin("POST", "/_venue/faults", { limits: { ordersPer10s: 8, weightPerMinute: 400 } }) }],
+      // The polls can spend the squeezed minute's weight: the engine then holds its requests until
+      // that fixed window ends (up to a minute), for only an answer tells it the limit was raised.
+      settleWithinMs: 90_000
     })
     const waits = log.events("budget.wait").length
     const limited = log.events("rate.limited").length
     console.log(`chaos limit squeeze: budget waits ${waits}, 429 answers ${limited}`)
     expect(waits + limited).toBeGreaterThan(0)
-  })
+  }, 180_000)
 
   it("key revoked mid-run", async () => {
     const { verdict, log } = await run("key revoked", {
