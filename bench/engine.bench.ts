@@ -12,7 +12,15 @@
  *   is timed once the process is idle (`awaitIdle`): building a round's engine
  *   (its database opened and migrated) or client, and the side before, leave
  *   V8's threads collecting and compiling, which a burst on a running daemon
- *   does not meet.
+ *   does not meet;
+ * - the engine's own CPU for the same burst, each placement answered by the client
+ *   at once in this process (no request, no venue), against the CPU a bare round
+ *   spends (client and venue, which share this process). A round of either kind
+ *   is timed on the main thread where the runtime tells it (`threadCpuUsage`,
+ *   Node 23.9 on), else for the whole process. Steadier than intents -> accepted,
+ *   whose rounds swing with the machine, and it bounds it: that ratio reaches
+ *   about 1 / (1 + this one), less what the engine's work costs the client and
+ *   the venue in caches. It has no goal of its own.
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
@@ -87,10 +95,39 @@ const freshAccountKey = async (venue: TestVenue): Promise<VenueKey> => {
   return newKey(venue, account.uid as number)
 }
 
-const engineRuntime = (key: VenueKey, dbPath: string) =>
-  ManagedRuntime.make(
-    engineLayer({ dbPath, reconcile: { intervalMs: 30_000 } }).pipe(Layer.provideMerge(clientLayer(key, 5000)), Layer.provide(quietLogger))
+/** The key's client with each limit placement accepted at once, in this process: what is left of a round is the engine's own work. */
+const answeredAtOnce = (key: VenueKey) =>
+  Layer.provideMerge(
+    Layer.effect(
+      SvcClient,
+      Effect.map(SvcClient, (client) => {
+        let placed = 0
+        return SvcClient.make({
+          ...client,
+          placeLimit: () => Effect.sync(() => ({ clientOrderId: `at-once-${++placed}`, status: "accepted" as const, sentAtMs: Date.now() }))
+        })
+      })
+    ),
+    clientLayer(key, 5000)
   )
+
+const engineRuntime = (key: VenueKey, dbPath: string, placementsAnsweredAtOnce = false) =>
+  ManagedRuntime.make(
+    engineLayer({ dbPath, reconcile: { intervalMs: 30_000 } }).pipe(
+      Layer.provideMerge(placementsAnsweredAtOnce ? answeredAtOnce(key) : clientLayer(key, 5000)),
+      Layer.provide(quietLogger)
+    )
+  )
+
+const threadCpuUsage = (process as { threadCpuUsage?: (previous?: NodeJS.CpuUsage) => NodeJS.CpuUsage }).threadCpuUsage
+/** Whether `cpuSince` reads the main thread alone (else the whole process, V8's and libuv's threads included). */
+const mainThreadCpu = threadCpuUsage !== undefined
+const cpuNow = (previous?: NodeJS.CpuUsage): NodeJS.CpuUsage => (threadCpuUsage === undefined ? process.cpuUsage(previous) : threadCpuUsage.call(process, previous))
+/** CPU milliseconds used since `start` (a `cpuNow()` reading). */
+const cpuSince = (start: NodeJS.CpuUsage): number => {
+  const used = cpuNow(start)
+  return (used.user + used.system) / 1000
+}
 
 const waitFor = async (check: () => Promise<boolean>, what: string, timeoutMs = 60_000) => {
   const deadline = Date.now() + timeoutMs
@@ -236,15 +273,16 @@ const weightPerLifecycle = async (venue: TestVenue, weightOf: (keyId: string) =>
 const intentsToAccepted = async (venue: TestVenue) => {
   const orders = (prefix: string) => restingBuys(prefix, INTENTS).map((o, i) => ({ ...o, limitPrice: new Decimal(50_000 + i) }))
 
-  const engineRound = async (round: number) => {
+  const engineRound = async (round: number, placementsAnsweredAtOnce = false) => {
     const db = tempDbPath()
-    const runtime = engineRuntime(await freshAccountKey(venue), db.path)
+    const runtime = engineRuntime(await freshAccountKey(venue), db.path, placementsAnsweredAtOnce)
     try {
       await runtime.runPromise(Effect.void)
       // A running engine has the pair's last price (refreshed in the background once stale), so its
       // risk check waits for no ticker; a round's new engine reads it here, before the clock starts.
       await runtime.runPromise(Effect.flatMap(Market, (market) => market.lastPrice("BTCUSDT")))
       awaitIdle()
+      const cpu = cpuNow()
       const started = performance.now()
       // Done when the engine announces its last placement past `submitting`, the moment the journal
       // holds the answer (a poll of the journal would add up to its interval to the figure).
@@ -265,9 +303,10 @@ const intentsToAccepted = async (venue: TestVenue) => {
         )
       )
       const seconds = (performance.now() - started) / 1000
+      const cpuMs = cpuSince(cpu)
       const journaled = (await runtime.runPromise(Effect.flatMap(OrderJournal, (j) => j.all))).filter((o) => o.origin === "journal")
       const accepted = journaled.filter((o) => o.clientOrderId !== null).length
-      return { accepted, perSecond: accepted / seconds }
+      return { accepted, perSecond: accepted / seconds, cpuMs }
     } finally {
       await runtime.dispose()
       db.cleanup()
@@ -288,9 +327,10 @@ const intentsToAccepted = async (venue: TestVenue) => {
     try {
       await client.runPromise(Effect.void)
       awaitIdle()
+      const cpu = cpuNow()
       const started = performance.now()
       await client.runPromise(Effect.flatMap(SvcClient, (svc) => Effect.forEach(orders(`bare${round}`), (o) => svc.placeLimit(o as never), { concurrency: 16 })))
-      return INTENTS / ((performance.now() - started) / 1000)
+      return { perSecond: INTENTS / ((performance.now() - started) / 1000), cpuMs: cpuSince(cpu) }
     } finally {
       await client.dispose()
     }
@@ -298,22 +338,28 @@ const intentsToAccepted = async (venue: TestVenue) => {
 
   await bareRound(-1)
   await engineRound(-1)
-  const rounds: Array<{ readonly accepted: number; readonly enginePerSecond: number; readonly barePerSecond: number }> = []
+  const rounds: Array<{ readonly accepted: number; readonly enginePerSecond: number; readonly barePerSecond: number; readonly bareCpuMs: number }> = []
   for (let round = 0; round < ROUNDS; round++) {
     // Alternating which goes first, so that a drift in the machine's load does not favour one.
     const bareFirst = round % 2 === 1
-    const bare = bareFirst ? await bareRound(round) : 0
+    const earlier = bareFirst ? await bareRound(round) : undefined
     const engine = await engineRound(round)
-    rounds.push({ accepted: engine.accepted, enginePerSecond: engine.perSecond, barePerSecond: bareFirst ? bare : await bareRound(round) })
+    const bare = earlier ?? (await bareRound(round))
+    rounds.push({ accepted: engine.accepted, enginePerSecond: engine.perSecond, barePerSecond: bare.perSecond, bareCpuMs: bare.cpuMs })
   }
   const ratios = rounds.map((r) => r.enginePerSecond / r.barePerSecond)
   const middle = rounds[ratios.indexOf(median(ratios))]!
+  await engineRound(ROUNDS, true)
+  const ownCpuMs: Array<number> = []
+  for (let round = 0; round < ROUNDS; round++) ownCpuMs.push((await engineRound(ROUNDS + 1 + round, true)).cpuMs)
+  const bareCpuMs = median(rounds.map((r) => r.bareCpuMs))
   return {
     accepted: Math.min(...rounds.map((r) => r.accepted)),
     enginePerSecond: middle.enginePerSecond,
     barePerSecond: middle.barePerSecond,
     ratio: median(ratios),
-    ratios
+    ratios,
+    own: { engineCpuMs: median(ownCpuMs), bareCpuMs, ratio: median(ownCpuMs) / bareCpuMs }
   }
 }
 
@@ -332,6 +378,9 @@ const main = async () => {
     console.log(`| weight per order lifecycle (tracker vs polling every 250 ms) | ${weight.trackedPerOrder.toFixed(1)} | ${weight.naivePerOrder.toFixed(1)} | ${(weight.trackedPerOrder / weight.naivePerOrder).toFixed(3)} |`)
     console.log(
       `| intents per second to accepted (engine vs bare client, median of ${ROUNDS} rounds: ${intents.ratios.map((r) => r.toFixed(3)).join(", ")}) | ${intents.enginePerSecond.toFixed(0)} | ${intents.barePerSecond.toFixed(0)} | ${intents.ratio.toFixed(3)} |`
+    )
+    console.log(
+      `| the engine's own CPU for a burst of ${INTENTS}, placements answered at once in-process, vs a bare round's (client and venue), medians of ${ROUNDS} rounds, ${mainThreadCpu ? "main thread" : "whole process"} | ${intents.own.engineCpuMs.toFixed(1)} ms | ${intents.own.bareCpuMs.toFixed(1)} ms | ${intents.own.ratio.toFixed(3)} |`
     )
     console.log(
       JSON.stringify({
@@ -362,6 +411,14 @@ const main = async () => {
           roundRatios: intents.ratios.map((r) => Number(r.toFixed(4))),
           ratio: Number(intents.ratio.toFixed(4)),
           goal: 0.7
+        },
+        ownCpu: {
+          intents: INTENTS,
+          rounds: ROUNDS,
+          mainThread: mainThreadCpu,
+          engineMs: Number(intents.own.engineCpuMs.toFixed(2)),
+          bareMs: Number(intents.own.bareCpuMs.toFixed(2)),
+          ratio: Number(intents.own.ratio.toFixed(4))
         }
       })
     )
