@@ -199,24 +199,13 @@ const effectLevel: Record<EventLevel, LogLevel.LogLevel> = {
   fatal: LogLevel.Fatal
 }
 
-/**
- * Writes one catalog event at its catalog level with the given fields. A line below
- * the minimum level is dropped before anything is built for it.
- */
-export const logEvent = (event: EventName, fields: Record<string, unknown> = {}): Effect.Effect<void> => {
-  const level = effectLevel[EventCatalog[event].level]
-  return Effect.withFiberRuntime((fiber) =>
-    LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), level) ? Effect.void : Effect.logWithLevel(level, new EventLine(event, fields))
-  )
-}
-
 /** A catalog event and its fields, as `logEvents` takes them. */
 export type EventLineInput = readonly [event: EventName, fields: Record<string, unknown>]
 
 /**
- * Writes several catalog events in one fiber step, each as `logEvent` would: the lines of a
- * batch (a submit's intents, a commit's order changes) are handed to the fiber's loggers
- * directly, where one `logEvent` each costs two steps of the fiber and an effect built per line.
+ * Writes catalog events in one fiber step, each at its catalog level: the lines of a batch (a
+ * submit's intents, a commit's order changes) go to the fiber's loggers directly, as the fiber's
+ * own `log` hands them over. `Effect.logWithLevel` per line cost two fiber steps and an effect built for each.
  */
 export const logEvents = (lines: ReadonlyArray<EventLineInput>): Effect.Effect<void> =>
   lines.length === 0
@@ -241,3 +230,9 @@ export const logEvents = (lines: ReadonlyArray<EventLineInput>): Effect.Effect<v
         })
         return Effect.void
       })
+
+/**
+ * Writes one catalog event at its catalog level with the given fields. A line below
+ * the minimum level is dropped before anything is built for it.
+ */
+export const logEvent = (event: EventName, fields: Record<string, unknown> = {}): Effect.Effect<void> => logEvents([[event, fields]])

@@ -24,6 +24,7 @@ import type { OrderType, Side } from "../svc/Dialect.js"
 import { Database, sqlList } from "./Database.js"
 import { INSERTED_COLUMNS, insertedValues, MUTABLE_COLUMNS, type OrderPatch, type OrderRow, patched, type RawOrder, toRow } from "./OrderRow.js"
 import { type IntentInput, intentIdOf, type PlacementInput, toIntent } from "./IntentRow.js"
+import { type EventValues, makeEventWriter } from "./OrderEvents.js"
 import { isStorageFailure } from "./StorageHealth.js"
 import { StrategyOutbox } from "./StrategyOutbox.js"
 
@@ -71,16 +72,6 @@ export interface JournalBatch {
   readonly unfinished: () => ReadonlyArray<OrderRow>
 }
 
-/** One row of `order_events` as the journal records it: order, from state, to state, kind, code, detail, time. */
-type EventValues = [orderId: number, from: OrderState | null, to: OrderState, kind: string | null, code: string | null, detail: string | null, at: number]
-
-const EVENT_COLUMNS = 7
-/**
- * How many events one statement writes, largest first, the last being one: a statement per event
- * cost more in the call into SQLite than in the row it wrote.
- */
-const EVENTS_PER_INSERT = [32, 8, 1] as const
-
 /** The states the queries name, from the state machine's own words. */
 const FINISHED = sqlList(TERMINAL_STATES)
 const LOST: OrderState = "lost"
@@ -94,11 +85,6 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       nextSeq: sqlite.prepare("SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM intents WHERE strategy_id = ?"),
       insertIntent: sqlite.prepare(
         "INSERT INTO intents (intent_id, strategy_id, seq, tag, type, body, outcome, refusal, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-      ),
-      insertEvents: EVENTS_PER_INSERT.map((count) =>
-        sqlite.prepare(
-          `INSERT INTO order_events (order_id, from_state, to_state, kind, code, detail, at) VALUES ${Array.from({ length: count }, () => "(?, ?, ?, ?, ?, ?, ?)").join(", ")}`
-        )
       ),
       insertOrder: sqlite.prepare(`INSERT INTO orders (${INSERTED_COLUMNS.join(", ")}) VALUES (${INSERTED_COLUMNS.map(() => "?").join(", ")})`),
       byId: sqlite.prepare("SELECT * FROM orders WHERE order_id = ?"),
@@ -151,8 +137,8 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     /** Orders changed in memory only while the storage refused writes, by id, as they are now; and their events. */
     const backlogRows = new Map<number, OrderRow>()
     const backlogEvents: Array<EventValues> = []
-    /** The events of the transaction under way, their values one after the other, written at its end (`flushEvents`). */
-    let pendingEvents: Array<EventValues[number]> = []
+    /** The events of the transaction under way, written at its end. */
+    const events = makeEventWriter(sqlite)
     /** Set while a change is kept in memory only: writes go to the backlog. */
     let deferring = false
     /** Set when the engine stops: a mark that waits for the storage gives up. */
@@ -169,7 +155,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       if (row.clientOrderId !== null) openByClientOrderId.set(row.clientOrderId, row)
     }
     const reload = (): void => {
-      pendingEvents = []
+      events.drop()
       open.clear()
       openByClientOrderId.clear()
       seqs.clear()
@@ -180,31 +166,19 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
 
     const recordEvent = (...event: EventValues): void => {
       if (deferring) backlogEvents.push(event)
-      else for (const value of event) pendingEvents.push(value)
-    }
-
-    /** Writes the events recorded since the last flush, in the order they were recorded: inside the caller's transaction. */
-    const flushEvents = (): void => {
-      if (pendingEvents.length === 0) return
-      const values = pendingEvents
-      pendingEvents = []
-      let i = 0
-      for (const [k, count] of EVENTS_PER_INSERT.entries()) {
-        const width = EVENT_COLUMNS * count
-        for (; i + width <= values.length; i += width) q.insertEvents[k]!.run(values.slice(i, i + width))
-      }
+      else events.record(event)
     }
 
     /** Writes what was kept in memory while the storage refused writes: inside the caller's transaction. */
     const writeBacklog = (): void => {
       for (const row of backlogRows.values()) writeRow(toRow(q.byId.get(row.orderId) as RawOrder), row)
-      for (const event of backlogEvents) for (const value of event) pendingEvents.push(value)
+      for (const event of backlogEvents) events.record(event)
     }
 
     const transact = sqlite.transaction((work: () => unknown) => {
       writeBacklog()
       const result = work()
-      flushEvents()
+      events.flush()
       return result
     })
     /**
