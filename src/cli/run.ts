@@ -133,7 +133,7 @@ export const runCommand = Command.make("run", options, (flags) =>
   Command.withDescription(
     described("Run the trading daemon (paper trading on the embedded venue by default)", {
       details: [
-        "Logs one JSON line per event on stdout (pretty on a terminal), for the container's log collector. Exit code 0 after a clean stop (a signal or --for), 2 for a configuration problem or a database it must not use: read-only, held by another svcbot run, damaged or from a newer svcbot (nothing was written), 1 when the venue, the key or the database failed at start or the engine stopped."
+        "Logs one JSON line per event on stdout (pretty on a terminal), for the container's log collector. Exit code 0 after a clean stop (a signal or --for), 2 for a configuration problem or a database it must not use: read-only, on a full disk, held by another svcbot run, damaged or from a newer svcbot (nothing was written), 1 when the venue, the key or the database failed at start or the engine stopped."
       ],
       examples: ["svcbot run", "svcbot run --config config/default.json --for 20s", "svcbot run --config config/live.json --mode live"]
     })

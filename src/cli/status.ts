@@ -18,7 +18,7 @@ import { Decimal } from "../domain/Decimal.js"
 import { TERMINAL_STATES, type OrderState } from "../domain/OrderState.js"
 import { atPlaces, type Precision, placesSeen, precisionOf } from "../domain/Display.js"
 import { bookBalances, bookFillOf, dayPnl, portfolio } from "../engine/Portfolio.js"
-import { openReadOnlyDatabase, sqlList } from "../store/Database.js"
+import { DatabaseRefused, openReadOnlyDatabase, sqlList } from "../store/Database.js"
 import { storedPrecision } from "../store/PairRules.js"
 import { DatabaseFromNewerVersion, DEFAULT_MIGRATIONS_DIR, readMigrations } from "../store/Migrations.js"
 import { type AttributedFillRow, readAttributedFills, strategyFills } from "../store/FillLedger.js"
@@ -486,6 +486,7 @@ export const openReadOnly = (path: string): Either.Either<BetterSqlite3.Database
     return Either.right(db)
   } catch (cause) {
     db?.close()
+    if (cause instanceof DatabaseRefused) return Either.left(new CliError({ message: cause.message, exitCode: 1 }))
     return Either.left(new CliError({ message: `cannot read the database ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, exitCode: 1 }))
   }
 }

@@ -446,8 +446,10 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
         Effect.mapError((error) =>
           error instanceof StartupError
             ? error
-            : error._tag === "DatabaseFromNewerVersion" || error._tag === "MigrationFailed"
-              ? new StartupError({ message: error.message, exitCode: 1 })
+            : error._tag === "DatabaseRefused"
+              ? new StartupError({ message: error.message, exitCode: 2 })
+              : error._tag === "DatabaseFromNewerVersion" || error._tag === "MigrationFailed"
+                ? new StartupError({ message: error.message, exitCode: 1 })
               : startupFailure(error, baseUrl)
         )
       )

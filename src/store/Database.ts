@@ -10,7 +10,7 @@
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Data, Effect, type Scope } from "effect"
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync } from "node:fs"
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statfsSync } from "node:fs"
 import { type FileHandle, open } from "node:fs/promises"
 import { dirname } from "node:path"
 import { logEvent } from "../log/Logger.js"
@@ -23,7 +23,7 @@ import {
   MigrationFailed,
   readMigrations
 } from "./Migrations.js"
-import { StorageHealth } from "./StorageHealth.js"
+import { StorageHealth, storageCauseOf } from "./StorageHealth.js"
 
 /** A list of known words (order states) as an SQL list, `('a', 'b')`: never text from outside. */
 export const sqlList = (words: Iterable<string>): string => `(${[...words].map((w) => `'${w}'`).join(", ")})`
@@ -56,6 +56,20 @@ const BUSY_TIMEOUT_MS = 5000
 /** The WAL file's size once a checkpoint has copied it into the database: twice what an automatic checkpoint lets it reach. */
 const WAL_SIZE_LIMIT_BYTES = 8 * 1024 * 1024
 
+/** The index SQLite makes beside a WAL database for its first connection, a reader's too. */
+const SHM_BYTES = 32 * 1024
+
+/** Pages a commit may leave in the WAL before it checkpoints them into the database (SQLite's default, stated). */
+const WAL_AUTOCHECKPOINT_PAGES = 1000
+
+/**
+ * The room a database needs free on its volume to be opened for writing: a write-ahead log of
+ * WAL_AUTOCHECKPOINT_PAGES pages of 4 KiB (SQLite's page size here) and its index. Until the first
+ * checkpoint the log only grows, so a start with less would meet a full disk within its first
+ * minutes of trading; refused at once, it says so before anything is written.
+ */
+const ROOM_TO_OPEN_BYTES = WAL_AUTOCHECKPOINT_PAGES * 4096 + SHM_BYTES
+
 const connect = (path: string): BetterSqlite3.Database => {
   createDatabaseFile(path)
   const db = new BetterSqlite3(path)
@@ -66,7 +80,7 @@ const connect = (path: string): BetterSqlite3.Database => {
   // largest for good; journal_size_limit cuts it back after each checkpoint. What could still let it
   // grow is a reader whose transaction stays open (a checkpoint cannot pass the oldest snapshot in
   // use): every svcbot read, in this process or another, runs its statement to the end at once.
-  db.pragma("wal_autocheckpoint = 1000")
+  db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`)
   db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`)
   // NORMAL: a commit is written to the WAL but not fsync'd, so a kill of the process loses
   // nothing (the OS has the pages) and a power loss can lose the last commits. WAL frames are
@@ -94,8 +108,15 @@ const connect = (path: string): BetterSqlite3.Database => {
  */
 export const openReadOnlyDatabase = (path: string): BetterSqlite3.Database => {
   const db = new BetterSqlite3(path, { readonly: true, fileMustExist: true })
-  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
-  return db
+  try {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+    // The first read makes SQLite's index beside the file where none is: a full disk shows here, not later.
+    db.prepare("SELECT 1 FROM sqlite_master LIMIT 1").get()
+    return db
+  } catch (error) {
+    db.close()
+    throw storageCauseOf(error) === "disk full" ? fullDisk(path, "read", SHM_BYTES) : error
+  }
 }
 
 /** Why a database file is not opened, and what the operator does about it: one line. */
@@ -141,6 +162,43 @@ const checkWritable = (path: string): void => {
   }
 }
 
+const sizeText = (bytes: number): string => (bytes < 1024 * 1024 ? `${Math.floor(bytes / 1024)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`)
+
+/** The bytes this process may still write on the volume holding `folder`. */
+const freeBytesIn = (folder: string): number => {
+  const stats = statfsSync(folder)
+  return stats.bavail * stats.bsize
+}
+
+const fullDisk = (path: string, use: "read" | "write" = "write", needed = ROOM_TO_OPEN_BYTES): DatabaseRefused => {
+  const folder = existingFolderOf(path)
+  return new DatabaseRefused({
+    path,
+    problem: `is on a full disk (${sizeText(freeBytesIn(folder))} free in ${folder}, ${sizeText(needed)} needed to open it for ${use === "read" ? "reading" : "writing"})`,
+    fix: "free space on that volume, or point the config's database.path at a volume with room"
+  })
+}
+
+/** Refuses a file whose volume lacks ROOM_TO_OPEN_BYTES. */
+const checkRoom = (path: string): void => {
+  if (freeBytesIn(existingFolderOf(path)) < ROOM_TO_OPEN_BYTES) throw fullDisk(path)
+}
+
+/**
+ * The refusal for an open or a migration that the storage failed (a disk that filled since
+ * `checkRoom`, an I/O error), in place of SQLite's error; undefined for any other failure.
+ */
+const refusedByStorage = (path: string, error: unknown): DatabaseRefused | undefined => {
+  const cause = storageCauseOf(error)
+  if (cause === undefined) return undefined
+  if (cause === "disk full") return fullDisk(path)
+  return new DatabaseRefused({
+    path,
+    problem: `cannot be written (${cause}: ${error instanceof Error ? error.message : String(error)})`,
+    fix: "check the volume it is on (`df`, the kernel log), or point the config's database.path at another file"
+  })
+}
+
 /**
  * Reads an existing file without writing to it (a read-only connection never checkpoints) and
  * refuses it when it is locked beyond the busy timeout, fails `PRAGMA quick_check`, or carries a
@@ -167,6 +225,8 @@ const checkContents = (path: string, migrationsDir: string): void => {
       throw new DatabaseRefused({ path, problem: "is locked by another process", fix: "stop the process that holds it, or point the config at another file" })
     }
     if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") throw damaged(error instanceof Error ? error.message : code)
+    // A reader of a WAL database makes its index beside it: on a full disk that is what fails.
+    if (storageCauseOf(error) === "disk full") throw fullDisk(path)
     throw new DatabaseRefused({ path, problem: `cannot be read (${error instanceof Error ? error.message : String(error)})`, fix: "check the file and its folder, or point the config at another file" })
   } finally {
     db?.close()
@@ -180,6 +240,7 @@ const checkContents = (path: string, migrationsDir: string): void => {
 export const checkDatabase = (path: string, migrationsDir: string = DEFAULT_MIGRATIONS_DIR): void => {
   if (path === ":memory:") return
   checkWritable(path)
+  checkRoom(path)
   if (existsSync(path)) checkContents(path, migrationsDir)
 }
 
@@ -217,6 +278,7 @@ export const claimDatabaseForRun = (path: string): Effect.Effect<void, DatabaseR
                 : error
             }
             try {
+              checkRoom(path)
               if (existsSync(path)) checkContents(path, DEFAULT_MIGRATIONS_DIR)
             } catch (error) {
               lock.close()
@@ -240,13 +302,14 @@ export const claimDatabaseForRun = (path: string): Effect.Effect<void, DatabaseR
 export const openDatabase = (options: DatabaseOptions): BetterSqlite3.Database => {
   const migrationsDir = options.migrationsDir ?? DEFAULT_MIGRATIONS_DIR
   checkDatabase(options.path, migrationsDir)
-  const db = connect(options.path)
+  let db: BetterSqlite3.Database | undefined
   try {
+    db = connect(options.path)
     migrate(db, options.path, readMigrations(migrationsDir))
     return db
   } catch (error) {
-    db.close()
-    throw error
+    db?.close()
+    throw refusedByStorage(options.path, error) ?? error
   }
 }
 
@@ -267,8 +330,19 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
         try: () => readMigrations(options.migrationsDir ?? DEFAULT_MIGRATIONS_DIR),
         catch: (error) => (error instanceof MigrationFailed ? error : new MigrationFailed({ file: "(directory)", problem: String(error) }))
       })
+      // A volume without room, or one that fails the open or the migration, is refused as `checkDatabase`
+      // refuses it, naming the cause; any other failure of the open is a defect.
       const sqlite = yield* Effect.acquireRelease(
-        Effect.sync(() => connect(options.path)),
+        Effect.suspend(() => {
+          try {
+            if (options.path !== ":memory:") checkRoom(options.path)
+            return Effect.succeed(connect(options.path))
+          } catch (error) {
+            const refused = error instanceof DatabaseRefused ? error : refusedByStorage(options.path, error)
+            if (refused === undefined) throw error
+            return Effect.fail(refused)
+          }
+        }),
         (db) => Effect.sync(() => db.close())
       )
       const applied = yield* Effect.try({
@@ -276,7 +350,7 @@ export class Database extends Effect.Service<Database>()("svcbot/Database", {
         catch: (error) =>
           error instanceof DatabaseFromNewerVersion || error instanceof MigrationFailed
             ? error
-            : new MigrationFailed({ file: "(runner)", problem: String(error) })
+            : (refusedByStorage(options.path, error) ?? new MigrationFailed({ file: "(runner)", problem: String(error) }))
       })
       if (applied.length > 0) {
         yield* logEvent("db.migrated", { path: options.path, applied: applied.map((m) => m.version) })

@@ -9,6 +9,7 @@ import { Data } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { storageCauseOf } from "./StorageHealth.js"
 
 export const DEFAULT_MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
@@ -98,6 +99,8 @@ export const migrate = (db: BetterSqlite3.Database, path: string, migrations: Re
         record.run(migration.version, migration.name, Date.now())
       })()
     } catch (cause) {
+      // A storage that refused the write (a full disk) is the volume's problem, not the migration's: the caller names it.
+      if (storageCauseOf(cause) !== undefined) throw cause
       throw new MigrationFailed({ file, problem: cause instanceof Error ? cause.message : String(cause) })
     }
     applied.push(migration)

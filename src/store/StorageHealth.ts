@@ -23,7 +23,9 @@ const codeOf = (error: unknown): string => String((error as { code?: unknown } |
 /** The storage cause of a failed SQLite call, by its error code; undefined for any other failure. */
 export const storageCauseOf = (error: unknown): StorageCause | undefined => {
   const code = codeOf(error)
-  if (code === "SQLITE_FULL") return "disk full"
+  // SHMSIZE: the index SQLite keeps beside a WAL database could not be made or grown, which on a
+  // volume without room is what a new connection meets before any write.
+  if (code === "SQLITE_FULL" || code === "SQLITE_IOERR_SHMSIZE") return "disk full"
   if (code.startsWith("SQLITE_READONLY")) return "read-only"
   if (code.startsWith("SQLITE_IOERR")) return "I/O error"
   if (code.startsWith("SQLITE_CANTOPEN")) return "cannot open"

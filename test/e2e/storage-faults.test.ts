@@ -6,12 +6,13 @@
  * lasts; once the tmpfs grows or is writable again the daemon is ready and trades again on its
  * own, and its ledger comes to equal the venue's fills. A SIGTERM while the disk is full cancels
  * the open orders from memory and exits 0. Figures printed: lines logged per minute while the
- * disk is full, seconds to not ready, seconds to ready once space returns.
+ * disk is full, seconds to not ready, seconds to ready once space returns. A start on a disk
+ * already full is refused with exit 2, naming the disk and the room it needs, and writes nothing.
  *
  * Mounting needs root (CI runs as root); where the mount is refused the tests skip, saying why.
  */
 import { execFileSync } from "node:child_process"
-import { closeSync, mkdtempSync, openSync, writeFileSync, writeSync } from "node:fs"
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
@@ -165,6 +166,50 @@ describe("svcbot run on a disk that fails under it", () => {
     console.log(`SIGTERM on a full disk: exit ${code}, ${JSON.stringify(report)}`)
     expect(code, s.run.stderr.join("")).toBe(0)
     expect(await openOnVenue(s.v)).toEqual([])
+  }, 300_000)
+
+  it("a start on a full disk is refused with exit 2 naming the disk and the room needed, writes nothing, and starts once there is room", async (context) => {
+    const mounted = mountTmpfs("16m")
+    if (typeof mounted !== "string") return context.skip(mounted.refused)
+    const v = await startVenue({ tape: { kind: "synthetic", seed: 11 }, tickMs: 200, settleMs: 20 })
+    cleanups.push(() => v.close())
+    const dir = mkdtempSync(join(tmpdir(), "svcbot-storage-config-"))
+    const dbPath = join(mounted, "data", "svcbot.db")
+    const configPath = join(dir, "config.json")
+    writeFileSync(configPath, JSON.stringify({ mode: "paper", venue: { embedded: false, baseUrl: v.url }, database: { path: dbPath }, health: { port: await freeLoopbackPort() }, strategies: [GRID] }))
+    const keys = { SVC_API_KEY: v.keyId, SVC_API_SECRET: v.secret }
+    const runFor = async (seconds: number) => {
+      const run = svcbot(["run", "--config", configPath, "--for", `${seconds}s`], keys)
+      return { code: await run.exit, stderr: run.stderr.join(""), run }
+    }
+    const expectRefused = (outcome: { readonly code: number | null; readonly stderr: string }) => {
+      expect(outcome.code, outcome.stderr).toBe(2)
+      expect(outcome.stderr).toContain(`the database ${dbPath} is on a full disk`)
+      expect(outcome.stderr).toMatch(/needed to open it for writing\): free space on that volume, or point the config's database\.path at a volume with room/)
+    }
+
+    // A first start, on a volume already full: nothing of the database is made.
+    fillUp(join(mounted, "filler"))
+    expectRefused(await runFor(2))
+    expect(existsSync(dbPath)).toBe(false)
+
+    // Room again: it starts and trades; full again: refused, the file as it was.
+    rmSync(join(mounted, "filler"))
+    const first = await runFor(4)
+    expect(first.code, first.stderr).toBe(0)
+    expect(count(first.run, "order.accepted")).toBeGreaterThan(0)
+    const before = readFileSync(dbPath)
+    fillUp(join(mounted, "filler"))
+    expectRefused(await runFor(2))
+    expect(readFileSync(dbPath).equals(before), "the database file after the refused start").toBe(true)
+    // Status on the full disk says the same, rather than an I/O error.
+    const status = svcbot(["status", "--config", configPath])
+    expect(await status.exit).toBe(1)
+    expect(status.stderr.join("")).toContain(`the database ${dbPath} is on a full disk`)
+
+    rmSync(join(mounted, "filler"))
+    const again = await runFor(2)
+    expect(again.code, again.stderr).toBe(0)
   }, 300_000)
 
   it("a read-only remount mid-run: stops placing and says so, resumes once writable", async (context) => {

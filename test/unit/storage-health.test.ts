@@ -17,6 +17,7 @@ const sqliteError = (code: string): Error => Object.assign(new Error(`${code} fr
 describe("storage health", () => {
   it("classifies SQLite's codes: full, read-only, I/O error, cannot open, permission; anything else is not the storage's", () => {
     expect(storageCauseOf(sqliteError("SQLITE_FULL"))).toBe("disk full")
+    expect(storageCauseOf(sqliteError("SQLITE_IOERR_SHMSIZE"))).toBe("disk full")
     expect(storageCauseOf(sqliteError("SQLITE_READONLY"))).toBe("read-only")
     expect(storageCauseOf(sqliteError("SQLITE_READONLY_DBMOVED"))).toBe("read-only")
     expect(storageCauseOf(sqliteError("SQLITE_IOERR_WRITE"))).toBe("I/O error")
