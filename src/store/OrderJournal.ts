@@ -234,6 +234,19 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
     /** A row read from the table as the journal holds it now: in memory when unfinished, or changed while the storage refused writes. */
     const current = (raw: RawOrder): OrderRow => open.get(raw.order_id) ?? backlogRows.get(raw.order_id) ?? toRow(raw)
 
+    /**
+     * The rows a query of the table found, as the journal holds them now, and any the backlog moved
+     * into what `matches`: the table still holds such a row as it was, so the query alone would miss
+     * it or name it wrongly.
+     */
+    const heldNow = (raws: ReadonlyArray<RawOrder>, matches: (row: OrderRow) => boolean): ReadonlyArray<OrderRow> => {
+      const rows = raws.map(current)
+      if (backlogRows.size === 0) return rows
+      const found = new Set(rows.map((row) => row.orderId))
+      for (const row of backlogRows.values()) if (!found.has(row.orderId)) rows.push(row)
+      return rows.filter(matches).sort((a, b) => a.orderId - b.orderId)
+    }
+
     const getById = (orderId: number): OrderRow => {
       const held = open.get(orderId) ?? backlogRows.get(orderId)
       if (held !== undefined) return held
@@ -521,16 +534,16 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       inStates: (states: ReadonlyArray<OrderState>): Effect.Effect<ReadonlyArray<OrderRow>> =>
         Effect.sync(() =>
           states.some(isTerminal)
-            ? (inStatesQuery(states).all(...states) as Array<RawOrder>).map(toRow)
+            ? heldNow(inStatesQuery(states).all(...states) as Array<RawOrder>, (row) => states.includes(row.state))
             : unfinished().filter((row) => states.includes(row.state))
         ),
       forStrategy: (strategyId: string): Effect.Effect<ReadonlyArray<OrderRow>> =>
         Effect.sync(() => (q.forStrategy.all(strategyId) as Array<RawOrder>).map(current)),
       /** Every order that has not reached a terminal state, of all strategies and external ones. */
       unfinished: Effect.sync(unfinished),
-      all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(toRow)),
+      all: Effect.sync(() => (q.all.all() as Array<RawOrder>).map(current)),
       /** Orders marked lost that no operator has acknowledged yet. */
-      lostUnacknowledged: Effect.sync(() => (q.lostUnacknowledged.all() as Array<RawOrder>).map(toRow)),
+      lostUnacknowledged: Effect.sync(() => heldNow(q.lostUnacknowledged.all() as Array<RawOrder>, (row) => row.state === LOST && row.acknowledgedAt === null)),
       /** Acknowledges one lost order by clientOrderId, or every one (undefined); returns the ids acknowledged. */
       acknowledgeLost: (clientOrderId: string | undefined, now: number): Effect.Effect<ReadonlyArray<string>> =>
         // IMMEDIATE: another process (the running daemon) writes the same file; a read that turns

@@ -208,6 +208,43 @@ describe("order journal", () => {
   })
 })
 
+describe("order journal while the storage refuses writes", () => {
+  it("finds an order by the state it reached in memory, not the one its row still holds", async () => {
+    const path = join(tempDir(), "svcbot.sqlite")
+    const result = await run(
+      path,
+      Effect.gen(function* () {
+        const journal = yield* OrderJournal
+        const placement = { symbol: "BTCUSDT", side: "buy", type: "limit", baseQty: new Decimal("0.001"), limitPrice: new Decimal("65000"), lockAsset: "USDT", lockAmount: new Decimal("65") } as const
+        const order = yield* journal.journalPlacement({ strategyId: "grid", tag: "buy-1", body: {}, placement, now: 1 })
+        yield* journal.transition(order.orderId, "send", { sentAt: 2 }, 2)
+        yield* journal.transition(order.orderId, "accept", { clientOrderId: "c-1", acceptedAt: 3 }, 3)
+        // The disk fills: the venue's answer that it lost the order is kept in memory, for the first write that succeeds.
+        const { storage } = yield* Database
+        storage.failed("disk full", Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" }))
+        yield* journal.transitionMany([{ orderId: order.orderId, event: "vanish", patch: {} }], 4)
+        return {
+          orderId: order.orderId,
+          notRecorded: yield* journal.notRecorded,
+          lost: (yield* journal.inStates(["lost"])).map((row) => row.orderId),
+          finished: (yield* journal.inStates(["lost", "accepted"])).map((row) => [row.orderId, row.state]),
+          lostUnacknowledged: (yield* journal.lostUnacknowledged).map((row) => row.clientOrderId),
+          all: (yield* journal.all).map((row) => row.state)
+        }
+      })
+    )
+    expect(result.notRecorded).toBe(1)
+    expect(result.lost).toEqual([result.orderId])
+    expect(result.finished).toEqual([[result.orderId, "lost"]])
+    expect(result.lostUnacknowledged).toEqual(["c-1"])
+    expect(result.all).toEqual(["lost"])
+    // The table still holds the row as it was: the answers above came from memory.
+    const db = new BetterSqlite3(path, { readonly: true })
+    expect(db.prepare("SELECT state FROM orders").all()).toEqual([{ state: "accepted" }])
+    db.close()
+  })
+})
+
 describe("fill ledger", () => {
   it("stores exact decimal text, ignores a fill id seen twice, and keeps sync progress with the page", async () => {
     const path = join(tempDir(), "svcbot.sqlite")
