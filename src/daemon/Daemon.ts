@@ -46,6 +46,21 @@ import { OrderJournal } from "../store/OrderJournal.js"
 /** A start-up failure: what is wrong, how to fix it, and the exit code. */
 export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string; readonly exitCode: number }> {}
 
+/** Why the health server could not listen: a port in use, or one this user may not take, is the config's to fix. */
+const cannotServeHealth = (error: Error, host: string, port: number): StartupError => {
+  switch ((error as NodeJS.ErrnoException).code) {
+    case "EADDRINUSE":
+      return new StartupError({ message: `health.port ${port} is in use on ${host}: stop what holds it, or set health.port (or SVC_HEALTH_PORT) to a free port`, exitCode: 2 })
+    case "EACCES":
+      return new StartupError({ message: `health.port ${port} on ${host} may not be taken by this user (ports below 1024 need privileges): set health.port to 1024 or above`, exitCode: 2 })
+    case "EADDRNOTAVAIL":
+    case "ENOTFOUND":
+      return new StartupError({ message: `health.host ${host} is not an address of this machine: set health.host to one of its addresses (127.0.0.1, or 0.0.0.0 for all)`, exitCode: 2 })
+    default:
+      return new StartupError({ message: `the health server cannot listen on ${host}:${port}: ${error.message}`, exitCode: 1 })
+  }
+}
+
 export interface RunOptions {
   readonly config: Config
   readonly env: Readonly<Record<string, string | undefined>>
@@ -311,7 +326,10 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
     const health = yield* Health
     const metrics = Context.get(yield* Layer.build(DaemonMetrics.Default), DaemonMetrics)
     const routes = consoleRoutes(consolePage(), config.health.token)
-    if (config.health.port !== undefined) yield* serveHealth(health, metrics.exposition, config.health.host, config.health.port, config.health.token, routes).pipe(Effect.orDie)
+    if (config.health.port !== undefined) {
+      const { host, port } = config.health
+      yield* serveHealth(health, metrics.exposition, host, port, config.health.token, routes).pipe(Effect.mapError((error) => cannotServeHealth(error, host, port)))
+    }
 
     const { baseUrl, credentials } = yield* connect(options)
     const keyId = Redacted.value(credentials.apiKey)

@@ -10,9 +10,9 @@
  */
 import BetterSqlite3 from "better-sqlite3"
 import { Data, Effect, type Scope } from "effect"
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statfsSync } from "node:fs"
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statfsSync, statSync } from "node:fs"
 import { type FileHandle, open } from "node:fs/promises"
-import { dirname } from "node:path"
+import { dirname, join } from "node:path"
 import { logEvent } from "../log/Logger.js"
 import {
   appliedVersionsOf,
@@ -145,6 +145,9 @@ const existingFolderOf = (path: string): string => {
  * bits alone would not.
  */
 const checkWritable = (path: string): void => {
+  if (existsSync(path) && statSync(path).isDirectory()) {
+    throw new DatabaseRefused({ path, problem: "is a folder, not a file", fix: `point the config's database.path at a file, e.g. ${join(path, "svcbot.db")}` })
+  }
   const paths = existsSync(path) ? [path, dirname(path), ...[`${path}-wal`, `${path}-shm`].filter(existsSync)] : [existingFolderOf(path)]
   for (const each of paths) {
     try {

@@ -7,6 +7,7 @@ import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { createServer, type AddressInfo } from "node:net"
 import { afterAll, describe, expect, it } from "vitest"
 import { events, killAll, pollUntil, query, ROOT, svcbot } from "../support/daemon.js"
 
@@ -133,6 +134,23 @@ describe("svcbot run refuses to start on bad input, writing nothing", () => {
     const { code, stderr } = await refuse({ strategies: [{ id: "x", strategy: "moon-shot", symbol: "BTCUSDT" }] })
     expect(code).toBe(2)
     expect(stderr).toMatch(/config\.json: strategies\[0\]\.strategy: no strategy "moon-shot" \(use a shipped name/)
+  })
+
+  it("a health.port in use, or a health.host not of this machine, names it and the fix", async () => {
+    const holder = createServer()
+    await new Promise<void>((listening) => holder.listen(0, "127.0.0.1", listening))
+    const port = (holder.address() as AddressInfo).port
+    try {
+      const inUse = await refuse({ health: { port } })
+      expect(inUse.code).toBe(2)
+      expect(inUse.stderr).toBe(`svcbot: health.port ${port} is in use on 127.0.0.1: stop what holds it, or set health.port (or SVC_HEALTH_PORT) to a free port\n`)
+    } finally {
+      holder.close()
+    }
+    // 192.0.2.0/24 is reserved for documentation: never an address of this machine.
+    const elsewhere = await refuse({ health: { host: "192.0.2.1", port } })
+    expect(elsewhere.code).toBe(2)
+    expect(elsewhere.stderr).toBe("svcbot: health.host 192.0.2.1 is not an address of this machine: set health.host to one of its addresses (127.0.0.1, or 0.0.0.0 for all)\n")
   })
 
   it("bad strategy params name the field", async () => {

@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { ResultsStore, ResultsUnavailable } from "../../src/optimize/Results.js"
 import { openDatabase } from "../../src/store/Database.js"
-import { killAll, ROOT, svcbot, waitForEvent, type Run } from "../support/daemon.js"
+import { expectRefused, killAll, ROOT, svcbot, waitForEvent, type Run } from "../support/daemon.js"
 
 afterAll(killAll)
 
@@ -52,19 +52,6 @@ const damage = (path: string): void => {
   const fd = openSync(path, "r+")
   writeSync(fd, Buffer.alloc(4096, 0xa5), 0, 4096, Math.floor(pages / 2) * 4096)
   closeSync(fd)
-}
-
-const stderrOf = (run: Run): string => run.stderr.join("")
-
-/** The refusal as an operator sees it: exit 2 and one line on stderr naming the file, no stack trace. */
-const expectRefused = async (run: Run, path: string, cause: RegExp): Promise<string> => {
-  expect(await run.exit).toBe(2)
-  const lines = stderrOf(run).trimEnd().split("\n")
-  expect(lines).toHaveLength(1)
-  expect(lines[0]).toContain(path)
-  expect(lines[0]).toMatch(cause)
-  expect(lines[0]).not.toMatch(/Error:|\bat .*:\d+:\d+/)
-  return lines[0]!
 }
 
 const newDir = (name: string): string => mkdtempSync(join(tmpdir(), `svcbot-refusals-${name}-`))
@@ -130,7 +117,7 @@ describe("svcbot run on a database it must not use", () => {
   it("a file on a read-only mount is refused", async (context) => {
     const mountPoint = newDir("mount")
     try {
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint], { stdio: "pipe" })
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", mountPoint], { stdio: "pipe" })
     } catch (error) {
       context.skip(`mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}`)
     }
@@ -146,6 +133,14 @@ describe("svcbot run on a database it must not use", () => {
     } finally {
       execFileSync("umount", [mountPoint], { stdio: "pipe" })
     }
+  })
+
+  it("a folder where the file should be is refused, naming a file to use in it", async () => {
+    const dir = newDir("folder")
+    const dbPath = join(dir, "svcbot.db")
+    mkdirSync(dbPath)
+    const line = await expectRefused(svcbot(["run", "--config", configFor(dir, dbPath)]), dbPath, /is a folder, not a file: point the config's database\.path at a file, e\.g\. .*svcbot\.db\/svcbot\.db$/)
+    console.log(`a folder: ${line}`)
   })
 
   it("a file with damaged pages is refused, unchanged", async () => {
