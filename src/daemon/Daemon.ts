@@ -468,7 +468,7 @@ export const runDaemon = (options: RunOptions): Effect.Effect<void, StartupError
               ? new StartupError({ message: error.message, exitCode: 2 })
               : error._tag === "DatabaseFromNewerVersion" || error._tag === "MigrationFailed"
                 ? new StartupError({ message: error.message, exitCode: 1 })
-              : startupFailure(error, baseUrl)
+                : startupFailure(error, baseUrl)
         )
       )
     })
