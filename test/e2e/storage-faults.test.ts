@@ -16,7 +16,8 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, wri
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { events, expectRefused, freeLoopbackPort, healthz, killAll, pollUntil, query, svcbot, type Run } from "../support/daemon.js"
+import { events, freeLoopbackPort, healthz, killAll, pollUntil, query, svcbot, type Run } from "../support/daemon.js"
+import { expectRefused } from "../support/refusals.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 
 afterAll(killAll)

@@ -12,7 +12,8 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { ResultsStore, ResultsUnavailable } from "../../src/optimize/Results.js"
 import { openDatabase } from "../../src/store/Database.js"
-import { expectRefused, killAll, ROOT, svcbot, waitForEvent, type Run } from "../support/daemon.js"
+import { killAll, ROOT, svcbot, waitForEvent, type Run } from "../support/daemon.js"
+import { expectRefused } from "../support/refusals.js"
 
 afterAll(killAll)
 

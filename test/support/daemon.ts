@@ -13,7 +13,6 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { setTimeout as delay } from "node:timers/promises"
-import { expect } from "vitest"
 
 export const ROOT = resolve(import.meta.dirname, "../..")
 
@@ -131,17 +130,6 @@ export const freeLoopbackPort = (): Promise<number> =>
       server.close(() => (typeof address === "object" && address !== null ? done(address.port) : fail(new Error("no port"))))
     })
   })
-
-/** A start refused as an operator sees it: exit 2 and one line on stderr naming `what` and the cause, no stack trace. Returns the line. */
-export const expectRefused = async (run: Run, what: string, cause: RegExp): Promise<string> => {
-  expect(await run.exit).toBe(2)
-  const lines = run.stderr.join("").trimEnd().split("\n")
-  expect(lines).toHaveLength(1)
-  expect(lines[0]).toContain(what)
-  expect(lines[0]).toMatch(cause)
-  expect(lines[0]).not.toMatch(/Error:|\bat .*:\d+:\d+/)
-  return lines[0]!
-}
 
 /** One `GET /healthz`: its status and body, or undefined while nothing answers. */
 export const healthz = async (url: string): Promise<{ status: number; body: string } | undefined> => {
