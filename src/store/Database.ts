@@ -182,9 +182,23 @@ const fullDisk = (path: string, use: "read" | "write" = "write", needed = ROOM_T
   })
 }
 
-/** Refuses a file whose volume lacks ROOM_TO_OPEN_BYTES. */
+/** Files a database may need to make beside it: itself, its write-ahead log, the log's index and the run's lock file. */
+const FILES_TO_OPEN = 4
+
+/**
+ * Refuses a file whose volume lacks ROOM_TO_OPEN_BYTES, or room for FILES_TO_OPEN new files (a
+ * volume that counts them: one reporting no file count at all has no such limit).
+ */
 const checkRoom = (path: string): void => {
-  if (freeBytesIn(existingFolderOf(path)) < ROOM_TO_OPEN_BYTES) throw fullDisk(path)
+  const { bavail, bsize, files, ffree } = statfsSync(existingFolderOf(path))
+  if (bavail * bsize < ROOM_TO_OPEN_BYTES) throw fullDisk(path)
+  if (files > 0 && ffree < FILES_TO_OPEN) {
+    throw new DatabaseRefused({
+      path,
+      problem: `is on a volume with no room for new files (${ffree} of its ${files} inodes free, ${FILES_TO_OPEN} needed for the database, its write-ahead log, the log's index and the lock file)`,
+      fix: "delete files on that volume (`df -i` shows its inodes), or point the config's database.path at another volume"
+    })
+  }
 }
 
 /**
@@ -263,6 +277,7 @@ export const claimDatabaseForRun = (path: string): Effect.Effect<void, DatabaseR
         Effect.try({
           try: () => {
             checkWritable(path)
+            checkRoom(path)
             const lockPath = runLockPathOf(path)
             createDatabaseFile(lockPath)
             const lock = new BetterSqlite3(lockPath, { timeout: 0 })
@@ -281,7 +296,6 @@ export const claimDatabaseForRun = (path: string): Effect.Effect<void, DatabaseR
                 : error
             }
             try {
-              checkRoom(path)
               if (existsSync(path)) checkContents(path, DEFAULT_MIGRATIONS_DIR)
             } catch (error) {
               lock.close()

@@ -144,6 +144,24 @@ describe("svcbot run on a database it must not use", () => {
     console.log(`a folder: ${line}`)
   })
 
+  it("a volume with no room for new files (inodes) is refused, naming it", async (context) => {
+    const mountPoint = newDir("inodes")
+    try {
+      // Three inodes: the mount's root and two files, where a database needs four.
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=16m,nr_inodes=3", "tmpfs", mountPoint], { stdio: "pipe" })
+    } catch (error) {
+      context.skip(`mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}`)
+    }
+    try {
+      const dbPath = join(mountPoint, "svcbot.db")
+      const line = await expectRefused(svcbot(["run", "--config", configFor(newDir("inodes-config"), dbPath)]), dbPath, /is on a volume with no room for new files \(2 of its 3 inodes free, 4 needed .*\): delete files on that volume \(`df -i` shows its inodes\)/)
+      console.log(`no inodes: ${line}`)
+      expect(existsSync(dbPath)).toBe(false)
+    } finally {
+      execFileSync("umount", [mountPoint], { stdio: "pipe" })
+    }
+  })
+
   it("a file with damaged pages is refused, unchanged", async () => {
     const dir = newDir("damaged")
     const dbPath = join(dir, "svcbot.db")
