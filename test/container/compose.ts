@@ -103,6 +103,8 @@ export interface ContainerState {
   readonly binds: ReadonlyArray<string>
   readonly status: string
   readonly health: string | undefined
+  /** The last health probes Docker ran, with what each printed (svcbot's check prints the reasons it is not ready). */
+  readonly probes: ReadonlyArray<string>
   readonly restarts: number
   readonly exitCode: number
 }
@@ -129,7 +131,7 @@ export const project = async (suffix: string, options: { readonly env?: Record<s
       if (id === undefined) throw new Error(`${name}: service ${service} has no container`)
       const answer = runSync("docker", ["inspect", id])
       const [found] = JSON.parse(answer.stdout) as [{
-        State: { Status: string; ExitCode: number; Health?: { Status: string } }
+        State: { Status: string; ExitCode: number; Health?: { Status: string; Log?: Array<{ ExitCode: number; Output: string }> } }
         RestartCount: number
         Config: { User: string }
         HostConfig: { ReadonlyRootfs: boolean; CapDrop: Array<string> | null; SecurityOpt: Array<string> | null }
@@ -143,6 +145,7 @@ export const project = async (suffix: string, options: { readonly env?: Record<s
         binds: found.Mounts.filter((m) => m.Type === "bind").map((m) => m.Source),
         status: found.State.Status,
         health: found.State.Health?.Status,
+        probes: (found.State.Health?.Log ?? []).slice(-3).map((probe) => `exit ${probe.ExitCode}: ${probe.Output.trim()}`),
         restarts: found.RestartCount,
         exitCode: found.State.ExitCode
       }
