@@ -154,8 +154,8 @@ export interface LogLine {
  * call (`Effect.annotateLogs`) come first and the event's own fields win over them,
  * as when `logEvent` annotated its fields. svcbot writes only catalog events; any other
  * message comes from a library it runs on (the cluster's runner, for one) and is the
- * catalog's `library.log`, its text as `message` and any further parts as `detail`, so
- * every line's `event` stays a name dashboards know.
+ * catalog's `library.log`, its text as `message` (none for a cause logged alone) and any
+ * further parts as `detail`, so every line's `event` stays a name dashboards know.
  */
 export const lineOf = (message: unknown, annotations: HashMap.HashMap<string, unknown>): LogLine => {
   const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
@@ -166,7 +166,8 @@ export const lineOf = (message: unknown, annotations: HashMap.HashMap<string, un
   if (first instanceof EventLine) Object.assign(fields, first.fields)
   if (parts.length > 1) fields.detail = parts.length === 2 ? parts[1] : parts.slice(1)
   if (first instanceof EventLine) return { event: first.event, fields }
-  fields.message = typeof first === "string" ? first : String(first)
+  // A failure logged with its cause alone (the runtime reporting a defect) has no text: the cause says it all.
+  if (parts.length > 0) fields.message = typeof first === "string" ? first : String(first)
   return { event: "library.log", fields }
 }
 

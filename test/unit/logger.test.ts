@@ -1,5 +1,5 @@
 import { Writable } from "node:stream"
-import { Effect, HashMap } from "effect"
+import { Cause, Effect, HashMap } from "effect"
 import { describe, expect, it } from "vitest"
 import { EventCatalog } from "../../src/log/Events.js"
 import * as Log from "../../src/log/Logger.js"
@@ -184,6 +184,15 @@ describe("logger", () => {
     const line = Log.lineOf(["Listening on: 127.0.0.1:34431", 42], HashMap.make(["package", "@effect/cluster"]))
     expect(line).toEqual({ event: "library.log", fields: { package: "@effect/cluster", message: "Listening on: 127.0.0.1:34431", detail: 42 } })
     expect(EventCatalog[line.event as keyof typeof EventCatalog]).toBeDefined()
+  })
+
+  it("writes a cause logged alone (the runtime reporting a defect) with no message, rather than \"undefined\"", async () => {
+    const info = capture("info")
+    await Effect.runPromise(Effect.logError(Cause.die(new Error("the disk went away"))).pipe(Effect.provide(info.layer)))
+    const [line] = info.lines.map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(line).toMatchObject({ level: "error", event: "library.log" })
+    expect(line).not.toHaveProperty("message")
+    expect(String(line!.cause)).toContain("Error: the disk went away")
   })
 
   it("every catalog event has a level and a meaning", () => {
