@@ -5,6 +5,7 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { readFileSync } from "node:fs"
+import { usageError } from "../cli/errors.js"
 import { layer as loggerLayer, logEvent } from "../log/Logger.js"
 import { devAccounts, type AccountsFile } from "./Accounts.js"
 import { DEFAULT_FOLLOW_POLL_MS, MAX_FOLLOW_POLL_MS, MIN_FOLLOW_POLL_MS } from "./Follow.js"
@@ -57,6 +58,9 @@ const loadAccounts = (path: string): Effect.Effect<AccountsFile, VenueStartError
       })
     )
   )
+
+/** The system's code for a listen that failed (EADDRINUSE, EACCES...), under the server's error. */
+const listenCodeOf = (error: VenueStartError): unknown => (error.cause as { readonly cause?: { readonly code?: unknown } } | undefined)?.cause?.code
 
 const options = {
   host: Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("interface to listen on")),
@@ -111,7 +115,11 @@ export const venueCommand = Command.make("venue", options, (flags) =>
         settleMs: flags.settleMs,
         retention: { terminalMs: flags.retainTerminalMs, terminalCount: flags.retainTerminalCount },
         ...(tls === undefined ? {} : { tls })
-      })
+      }).pipe(
+        Effect.mapError((error) =>
+          listenCodeOf(error) === "EADDRINUSE" ? usageError(`--port ${flags.port} is in use on ${flags.host}: give a free --port, or --port 0 for any free one`) : error
+        )
+      )
       yield* logEvent("venue.listening", { url: running.url, ...(tape.kind === "follow" ? { follow: tape.baseUrl } : {}) })
       return yield* Effect.never
     })

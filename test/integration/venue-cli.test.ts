@@ -53,6 +53,20 @@ describe("svc-venue program", () => {
     expect(p.output().stdout).toContain('"event":"venue.stopped"')
   })
 
+  it("a --port in use exits 2 with one line naming it and the fix", async () => {
+    const first = run(["--port", "0", "--tape", "manual"])
+    const port = Number(new URL(String((await first.line("venue.listening")).url)).port)
+    try {
+      const second = run(["--port", String(port), "--tape", "manual"])
+      expect(await second.exited).toBe(2)
+      const last = second.output().stderr.trimEnd().split("\n").at(-1)
+      expect(last).toBe(`svc-venue: --port ${port} is in use on 127.0.0.1: give a free --port, or --port 0 for any free one`)
+    } finally {
+      first.child.kill("SIGTERM")
+      await first.exited
+    }
+  })
+
   it("serves the accounts of --accounts FILE and does not print dev keys", async () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-venue-"))
     const file = join(dir, "accounts.json")
