@@ -22,7 +22,7 @@ import { loadBudgetWeights, saveBudgetWeights } from "../store/BudgetWeights.js"
 import { Database, openDatabase, storageHealthOf } from "../store/Database.js"
 import { waitingOutStorage } from "../store/StorageHealth.js"
 import { savePairRules } from "../store/PairRules.js"
-import { waitOutTransients } from "../svc/Transients.js"
+import { waitOutTransients, waitUntil } from "../svc/Transients.js"
 import { isSvcVenue, VENUE_IMPLEMENTATION_HEADER } from "../svc/VenueIdentity.js"
 import { devTradeKey } from "../venue/Accounts.js"
 import { parseTapeFlag } from "../venue/cli.js"
@@ -211,7 +211,10 @@ export const checkAgainstVenue = (config: Config, instances: ReadonlyArray<Resol
   Effect.gen(function* () {
     const svc = yield* SvcClient
     const problems: Array<string> = []
-    const pairs = new Map((yield* svc.exchangeInfo()).map((pair) => [pair.symbol, pair]))
+    // An exchange that lists no pair at all is not open for business yet (maintenance, a venue
+    // still loading its pairs): no config fixes that, so the start waits for a list, not exits 2.
+    const listed = yield* svc.exchangeInfo().pipe(waitUntil("key check", (pairs) => pairs.length > 0, "the exchange lists no pair at all: waiting until it lists its pairs"))
+    const pairs = new Map(listed.map((pair) => [pair.symbol, pair]))
     for (const instance of instances) {
       for (const symbol of [instance.symbol, ...(instance.definition.symbols?.(instance.params) ?? [])]) {
         const pair = pairs.get(symbol)

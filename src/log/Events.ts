@@ -35,7 +35,7 @@ export const EventCatalog = define({
   "console.ready": { level: "info", meaning: "the console's API, page and event stream answer on the health server (health.port): the daemon trades" },
   "console.client-dropped": { level: "info", meaning: "a console page's event stream fell behind (more than its bound waiting in the socket) and was closed; the page reconnects and reads the state afresh" },
   "operator.action": { level: "info", meaning: "an operator used a console control (pause, resume, stop-entries, cancel-all, ack-lost); carries action, instance and outcome, one line per action" },
-  "startup.waiting": { level: "warn", meaning: "start-up met a transient (server errors, timeouts, refused connections, an auth block or failure) and waits it out with backoff; the process stays up and not ready" },
+  "startup.waiting": { level: "warn", meaning: "start-up met a transient (server errors, timeouts, refused connections, an auth block or failure, an exchange listing no pair yet) and waits it out with backoff; the process stays up and not ready" },
 
   // the venue
   "venue.listening": { level: "info", meaning: "svc-venue is ready; carries its url" },

@@ -38,3 +38,22 @@ export const waitOutTransients =
       )
     })
   }
+
+/**
+ * Repeats `effect` until `ready` holds of what it answers, logging each wait with `why`: an answer
+ * that reads well and says the exchange is not open for business yet (a pair list with nothing in
+ * it), which no configuration fixes.
+ */
+export const waitUntil =
+  <A>(phase: string, ready: (answer: A) => boolean, why: string) =>
+  <E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.repeat(
+      effect,
+      startupRetry.pipe(
+        Schedule.intersect(Schedule.identity<A>()),
+        // The schedule steps on the answer that ends the wait too: that one must not say it waits.
+        Schedule.tapOutput(([delay, answer]) => (ready(answer) ? Effect.void : logEvent("startup.waiting", { phase, reason: why, retryInMs: Duration.toMillis(delay) }))),
+        Schedule.whileInput((answer: A) => !ready(answer)),
+        Schedule.map(([, answer]) => answer)
+      )
+    )

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { events, freeLoopbackPort, healthz, killAll, pollUntil, query, svcbot, waitForEvent, type Run } from "../support/daemon.js"
-import { startProxy } from "../support/proxy.js"
+import { startAnswerProxy, startProxy } from "../support/proxy.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 import { expectNothingLostOrDuplicated, report, verify } from "../chaos/verify.js"
 
@@ -111,6 +111,26 @@ describe("svcbot run waits out what passes by itself", () => {
     await waitForEvent(run, "order.accepted", 60_000)
     await stopCleanly(run, venue)
   }, 150_000)
+
+  it("an exchange that lists no pair at all at start is waited for, not an exit 2; it starts once it lists them", async () => {
+    const venue = await startVenue({ tape: { kind: "synthetic", seed: 7 }, tickMs: 200 })
+    cleanups.push(() => venue.close())
+    let listing = false
+    const proxy = await startAnswerProxy(venue.url, (answer) =>
+      listing || answer.target.split("?")[0] !== "/api/spot/exchange-info" ? undefined : JSON.stringify({ ...JSON.parse(answer.body), pairs: [] })
+    )
+    cleanups.push(() => proxy.close())
+    const { run, healthUrl } = await start(proxy.url, venue)
+    const waiting = await waitForEvent(run, "startup.waiting", 60_000, (e) => e.phase === "key check")
+    expect(waiting.reason).toBe("the exchange lists no pair at all: waiting until it lists its pairs")
+    const notReady = await healthUntil(healthUrl, "health naming the wait", (status, body) => status === 503 && body.includes("lists no pair at all"))
+    expect(JSON.parse(notReady.body).status).toBe("starting")
+    expect(run.child.exitCode).toBeNull()
+    listing = true
+    await waitForEvent(run, "config.loaded", 60_000)
+    await waitForEvent(run, "order.accepted", 60_000)
+    await stopCleanly(run, venue)
+  }, 120_000)
 
   it("a refused key keeps the process up, is probed at most once per probe interval, and its secret is never printed", async () => {
     const venue = await startVenue()
