@@ -51,7 +51,12 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
     const refreshPairs: Effect.Effect<ReadonlyMap<string, ListedPair>, SvcError> = Effect.gen(function* () {
       const list = yield* client.exchangeInfo()
       const now = yield* Clock.currentTimeMillis
-      const bySymbol = new Map(list.map((pair) => [pair.symbol, pair as ListedPair]))
+      // A list with no pair at all, after one with pairs, is the exchange not open for business for
+      // a moment (maintenance), not every pair delisted: the rules known stay, until the next
+      // refresh. Taken as is, every intent would be refused as unlisted, and every read of the rules
+      // would ask the exchange again.
+      const known = (yield* Ref.get(pairs)).bySymbol
+      const bySymbol = list.length === 0 && known.size > 0 ? known : new Map(list.map((pair) => [pair.symbol, pair as ListedPair]))
       yield* Ref.set(pairs, { at: now, bySymbol })
       return bySymbol
     })

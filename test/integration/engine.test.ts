@@ -7,6 +7,7 @@ import type { EngineEvent, OrderUpdate } from "../../src/engine/EngineBus.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { query } from "../support/daemon.js"
+import { startAnswerProxy } from "../support/proxy.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 import { eventually, isFinished, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
 
@@ -214,6 +215,32 @@ describe("engine against svc-venue", () => {
     expect(finished.get("slip")).toMatchObject({ state: "rejected", code: "SPOT_SLIPPAGE_EXCEEDED" })
     expect(finished.get("halt")).toMatchObject({ state: "rejected", code: "SPOT_HALTED" })
     expect(engine.log.events("order.rejected").map((e) => e.code).sort()).toEqual(["SPOT_HALTED", "SPOT_INSUFFICIENT_FUNDS", "SPOT_SLIPPAGE_EXCEEDED"])
+  })
+
+  it("keeps the pair rules it knows while the exchange lists no pair at all, rather than refusing every intent as unlisted", async () => {
+    const venue = await startVenue()
+    cleanups.push(() => venue.close())
+    let listing = true
+    const proxy = await startAnswerProxy(venue.url, (answer) =>
+      listing || answer.target.split("?")[0] !== "/api/spot/exchange-info" ? undefined : JSON.stringify({ ...JSON.parse(answer.body), pairs: [] })
+    )
+    cleanups.push(() => proxy.close())
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    const engine = await startEngine({ ...venue, url: proxy.url }, testOptions(db.path, { market: { pairsRefreshMs: 50 } }))
+    cleanups.push(() => engine.runtime.dispose())
+    const submit = (tag: string) =>
+      engine.run(Effect.flatMap(Engine, (e) => e.submit("s-pairs", [{ type: "limit", tag, symbol: "BTCUSDT", side: "buy", baseQty: d("0.001"), limitPrice: d("59000") }])))
+    const results = [...(await submit("listed"))]
+    listing = false
+    // The rules are refreshed in the background once older than 50 ms: submits go on until two empty lists came.
+    for (let i = 0; proxy.rewritten.length < 2 && i < 100; i++) {
+      await new Promise((done) => setTimeout(done, 60))
+      results.push(...(await submit(`unlisted-${i}`)))
+    }
+    expect(proxy.rewritten.length).toBeGreaterThanOrEqual(2)
+    results.push(...(await submit("after")))
+    expect(results.filter((r) => r._tag !== "Approved")).toEqual([])
   })
 
   it("a risk refusal is reported and logged and never sent", async () => {
