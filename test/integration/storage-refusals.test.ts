@@ -1,15 +1,15 @@
 /**
  * `svcbot run` refuses, with exit code 2, one line naming the file, the cause and the fix, and
  * the file's bytes unchanged, a database it must not use: one another `svcbot run` holds, one it
- * cannot write (mode bits for a user, a read-only mount for root), a damaged one and one written
- * by a newer svcbot. The evidence store and the optimiser's results store are refused alike. A run
+ * cannot write (mode bits for a user, a read-only mount for root), a folder in its place, one on a
+ * volume with no room for its files, a damaged one and one written by a newer svcbot. The evidence store and the optimiser's results store are refused alike. A run
  * killed with SIGKILL leaves no lock behind. The WAL stays bounded.
  */
 import { execFileSync, spawn } from "node:child_process"
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it, type TestContext } from "vitest"
 import { ResultsStore, ResultsUnavailable } from "../../src/optimize/Results.js"
 import { openDatabase } from "../../src/store/Database.js"
 import { killAll, ROOT, svcbot, waitForEvent, type Run } from "../support/daemon.js"
@@ -56,6 +56,21 @@ const damage = (path: string): void => {
 }
 
 const newDir = (name: string): string => mkdtempSync(join(tmpdir(), `svcbot-refusals-${name}-`))
+
+/** Runs `body` on a tmpfs mounted with `options` (needs root), unmounted after; skips the test where mounting is refused. */
+const onTmpfs = async (context: TestContext, name: string, options: string, body: (mountPoint: string) => Promise<void>): Promise<void> => {
+  const mountPoint = newDir(name)
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", options, "tmpfs", mountPoint], { stdio: "pipe" })
+  } catch (error) {
+    context.skip(`mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}`)
+  }
+  try {
+    await body(mountPoint)
+  } finally {
+    execFileSync("umount", [mountPoint], { stdio: "pipe" })
+  }
+}
 
 describe("svcbot run on a database it must not use", () => {
   it("a second run on the same file is refused naming the other svcbot; after a SIGKILL the file starts again", async () => {
@@ -116,13 +131,7 @@ describe("svcbot run on a database it must not use", () => {
   })
 
   it("a file on a read-only mount is refused", async (context) => {
-    const mountPoint = newDir("mount")
-    try {
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", mountPoint], { stdio: "pipe" })
-    } catch (error) {
-      context.skip(`mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}`)
-    }
-    try {
+    await onTmpfs(context, "mount", "size=16m", async (mountPoint) => {
       const dbPath = join(mountPoint, "svcbot.db")
       migratedDatabase(dbPath)
       const before = readFileSync(dbPath)
@@ -131,9 +140,7 @@ describe("svcbot run on a database it must not use", () => {
       const line = await expectRefused(run, dbPath, /is on a read-only file system/)
       console.log(`read-only mount: ${line}`)
       expect(readFileSync(dbPath).equals(before)).toBe(true)
-    } finally {
-      execFileSync("umount", [mountPoint], { stdio: "pipe" })
-    }
+    })
   })
 
   it("a folder where the file should be is refused, naming a file to use in it", async () => {
@@ -145,21 +152,13 @@ describe("svcbot run on a database it must not use", () => {
   })
 
   it("a volume with no room for new files (inodes) is refused, naming it", async (context) => {
-    const mountPoint = newDir("inodes")
-    try {
-      // Three inodes: the mount's root and two files, where a database needs four.
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=16m,nr_inodes=3", "tmpfs", mountPoint], { stdio: "pipe" })
-    } catch (error) {
-      context.skip(`mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}`)
-    }
-    try {
+    // Three inodes: the mount's root and two files, where a database needs four.
+    await onTmpfs(context, "inodes", "size=16m,nr_inodes=3", async (mountPoint) => {
       const dbPath = join(mountPoint, "svcbot.db")
       const line = await expectRefused(svcbot(["run", "--config", configFor(newDir("inodes-config"), dbPath)]), dbPath, /is on a volume with no room for new files \(2 of its 3 inodes free, 4 needed .*\): delete files on that volume \(`df -i` shows its inodes\)/)
       console.log(`no inodes: ${line}`)
       expect(existsSync(dbPath)).toBe(false)
-    } finally {
-      execFileSync("umount", [mountPoint], { stdio: "pipe" })
-    }
+    })
   })
 
   it("a file with damaged pages is refused, unchanged", async () => {
