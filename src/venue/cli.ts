@@ -92,20 +92,23 @@ const options = {
 export const venueCommand = Command.make("venue", options, (flags) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const accounts = Option.isSome(flags.accounts) ? yield* loadAccounts(flags.accounts.value) : devAccounts
+      // What the flags name is read first: a flag or file that is wrong is the command line's to fix (exit 2).
+      const fromFlags = Effect.gen(function* () {
+        const accounts = Option.isSome(flags.accounts) ? yield* loadAccounts(flags.accounts.value) : devAccounts
+        const tape = yield* tapeOf(flags)
+        if (Option.isSome(flags.tlsCert) !== Option.isSome(flags.tlsKey)) return yield* new VenueStartError({ message: "--tls-cert and --tls-key go together" })
+        const tls =
+          Option.isSome(flags.tlsCert) && Option.isSome(flags.tlsKey)
+            ? { cert: yield* readText(flags.tlsCert.value, "TLS certificate"), key: yield* readText(flags.tlsKey.value, "TLS key") }
+            : undefined
+        return { accounts, tape, tls }
+      })
+      const { accounts, tape, tls } = yield* Effect.mapError(fromFlags, (error) => usageError(error.message))
       if (Option.isNone(flags.accounts)) {
         // Deliberate CLI output: the dev keys are well-known test keys of this venue only.
         yield* Console.error(`svc-venue: no --accounts given; built-in dev accounts and keys:\n${JSON.stringify(devAccounts, null, 2)}`)
         yield* logEvent("venue.dev-keys", { keyIds: devAccounts.accounts.flatMap((a) => (a.keys ?? []).map((k) => k.id)) })
       }
-      const tape = yield* tapeOf(flags)
-      if (Option.isSome(flags.tlsCert) !== Option.isSome(flags.tlsKey)) {
-        return yield* new VenueStartError({ message: "--tls-cert and --tls-key go together" })
-      }
-      const tls =
-        Option.isSome(flags.tlsCert) && Option.isSome(flags.tlsKey)
-          ? { cert: yield* readText(flags.tlsCert.value, "TLS certificate"), key: yield* readText(flags.tlsKey.value, "TLS key") }
-          : undefined
       const running = yield* serveVenue({
         host: flags.host,
         port: flags.port,

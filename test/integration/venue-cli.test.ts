@@ -67,6 +67,19 @@ describe("svc-venue program", () => {
     }
   })
 
+  it("flags that are wrong together, or name a file that is not there, exit 2 with one line and print no keys", async () => {
+    for (const [args, line] of [
+      [["--tls-cert", "cert.pem"], "svc-venue: --tls-cert and --tls-key go together"],
+      [["--tape", "synthetic:seven"], "svc-venue: --tape synthetic:seven: write synthetic:SEED with an integer seed, e.g. synthetic:42"],
+      [["--follow-poll-ms", "500"], "svc-venue: --follow-poll-ms goes with --follow URL"],
+      [["--accounts", "/nonexistent/accounts.json"], "svc-venue: cannot read the accounts file /nonexistent/accounts.json: ENOENT: no such file or directory, open '/nonexistent/accounts.json'"]
+    ] as const) {
+      const p = run(["--port", "0", ...args])
+      expect(await p.exited, args.join(" ")).toBe(2)
+      expect(p.output().stderr).toBe(`${line}\n`)
+    }
+  })
+
   it("serves the accounts of --accounts FILE and does not print dev keys", async () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-venue-"))
     const file = join(dir, "accounts.json")
