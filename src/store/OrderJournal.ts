@@ -19,10 +19,11 @@ import type BetterSqlite3 from "better-sqlite3"
 import { Effect, Either } from "effect"
 import { Decimal } from "../domain/Decimal.js"
 import * as Json from "../domain/Json.js"
-import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, TERMINAL_STATES, transition } from "../domain/OrderState.js"
+import { type InvalidTransition, isTerminal, type OrderEvent, type OrderState, transition } from "../domain/OrderState.js"
 import type { OrderType, Side } from "../svc/Dialect.js"
-import { Database, sqlList } from "./Database.js"
-import { INSERTED_COLUMNS, insertedValues, MUTABLE_COLUMNS, type OrderPatch, type OrderRow, patched, type RawOrder, toRow } from "./OrderRow.js"
+import { Database } from "./Database.js"
+import { prepareOrderQueries } from "./OrderQueries.js"
+import { insertedValues, MUTABLE_COLUMNS, type OrderPatch, type OrderRow, patched, type RawOrder, toRow } from "./OrderRow.js"
 import { type IntentInput, intentIdOf, type PlacementInput, toIntent } from "./IntentRow.js"
 import { type EventValues, makeEventWriter } from "./OrderEvents.js"
 import { isStorageFailure } from "./StorageHealth.js"
@@ -72,62 +73,15 @@ export interface JournalBatch {
   readonly unfinished: () => ReadonlyArray<OrderRow>
 }
 
-/** The states the queries name, from the state machine's own words. */
-const FINISHED = sqlList(TERMINAL_STATES)
 const LOST: OrderState = "lost"
-const REFUSED: OrderState = "refused"
 
 export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJournal", {
   effect: Effect.gen(function* () {
     const { sqlite, storage } = yield* Database
     const outbox = yield* StrategyOutbox
-    const q = {
-      nextSeq: sqlite.prepare("SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM intents WHERE strategy_id = ?"),
-      insertIntent: sqlite.prepare(
-        "INSERT INTO intents (intent_id, strategy_id, seq, tag, type, body, outcome, refusal, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-      ),
-      insertOrder: sqlite.prepare(`INSERT INTO orders (${INSERTED_COLUMNS.join(", ")}) VALUES (${INSERTED_COLUMNS.map(() => "?").join(", ")})`),
-      byId: sqlite.prepare("SELECT * FROM orders WHERE order_id = ?"),
-      byClientOrderId: sqlite.prepare("SELECT * FROM orders WHERE client_order_id = ?"),
-      byIntent: sqlite.prepare("SELECT * FROM orders WHERE intent_id = ?"),
-      latestByTag: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? AND tag = ? ORDER BY order_id DESC LIMIT 1"),
-      intentsByTag: sqlite.prepare("SELECT COUNT(*) AS n FROM intents WHERE strategy_id = ? AND tag = ?"),
-      forStrategy: sqlite.prepare("SELECT * FROM orders WHERE strategy_id = ? ORDER BY order_id"),
-      unfinished: sqlite.prepare(`SELECT * FROM orders WHERE state NOT IN ${FINISHED} ORDER BY order_id`),
-      lostUnacknowledged: sqlite.prepare(`SELECT * FROM orders WHERE state = '${LOST}' AND acknowledged_at IS NULL ORDER BY order_id`),
-      acknowledge: sqlite.prepare(`UPDATE orders SET acknowledged_at = ?, updated_at = ? WHERE state = '${LOST}' AND acknowledged_at IS NULL AND (? IS NULL OR client_order_id = ?)`),
-      all: sqlite.prepare("SELECT * FROM orders ORDER BY order_id"),
-      intents: sqlite.prepare("SELECT * FROM intents ORDER BY created_at, intent_id"),
-      events: sqlite.prepare("SELECT * FROM order_events WHERE order_id = ? ORDER BY event_id"),
-      // An intent without an order row is one the risk check refused: its answer is that refusal.
-      owed: sqlite.prepare(
-        `SELECT i.intent_id, i.tag, o.client_order_id, COALESCE(o.state, '${REFUSED}') AS state, COALESCE(o.code, i.refusal) AS code,
-           COALESCE(o.filled_base_qty, '0') AS filled_base_qty
-         FROM intents i LEFT JOIN orders o ON o.intent_id = i.intent_id
-         WHERE i.strategy_id = ? AND i.answered_at IS NULL AND i.type <> 'cancel' AND COALESCE(o.state, '${REFUSED}') IN ${FINISHED}
-         ORDER BY COALESCE(o.terminal_at, i.created_at), i.seq`
-      ),
-      owedFor: sqlite.prepare(
-        `SELECT i.intent_id FROM intents i LEFT JOIN orders o ON o.intent_id = i.intent_id
-         WHERE i.strategy_id = ? AND i.tag = ? AND i.answered_at IS NULL AND i.type <> 'cancel'
-           AND COALESCE(o.state, '${REFUSED}') = ? AND o.client_order_id IS ?
-         ORDER BY i.seq`
-      ),
-      answer: sqlite.prepare("UPDATE intents SET answered_at = ? WHERE intent_id = ?")
-    }
+    const q = prepareOrderQueries(sqlite)
     // Updates touch a handful of column sets (a poll, an acceptance, a fill...): each is prepared once.
     const updates = new Map<string, BetterSqlite3.Statement>()
-    /** Reads by a set of states that includes finished ones, one statement per set. */
-    const byStates = new Map<string, BetterSqlite3.Statement>()
-    const inStatesQuery = (states: ReadonlyArray<OrderState>) => {
-      const key = states.join(",")
-      let statement = byStates.get(key)
-      if (statement === undefined) {
-        statement = sqlite.prepare(`SELECT * FROM orders WHERE state IN (${states.map(() => "?").join(",")}) ORDER BY order_id`)
-        byStates.set(key, statement)
-      }
-      return statement
-    }
 
     /** Unfinished orders by id, in id order (ids grow, and a Map keeps insertion order). */
     const open = new Map<number, OrderRow>()
@@ -534,7 +488,7 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       inStates: (states: ReadonlyArray<OrderState>): Effect.Effect<ReadonlyArray<OrderRow>> =>
         Effect.sync(() =>
           states.some(isTerminal)
-            ? heldNow(inStatesQuery(states).all(...states) as Array<RawOrder>, (row) => states.includes(row.state))
+            ? heldNow(q.inStates(states).all(...states) as Array<RawOrder>, (row) => states.includes(row.state))
             : unfinished().filter((row) => states.includes(row.state))
         ),
       forStrategy: (strategyId: string): Effect.Effect<ReadonlyArray<OrderRow>> =>
