@@ -5,7 +5,7 @@
  * disagrees with the service; the tracker, fill sync and periodic reconcile run
  * as scoped fibers, and closing the scope shuts down gracefully.
  */
-import { Clock, Effect, Fiber, FiberSet, Layer, Option, type Scope, type Stream } from "effect"
+import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Option, type Scope, type Stream } from "effect"
 import { existsSync } from "node:fs"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"
@@ -30,10 +30,42 @@ import type { ListedPair } from "./Risk.js"
 import { Sender } from "./Sender.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
-import { isRefusedAnswer } from "../svc/Errors.js"
+import { isRefusedAnswer, logRequestFailed } from "../svc/Errors.js"
 import type { SvcClient } from "../svc/SvcClient.js"
 import type { Balance } from "../strategy/Strategy.js"
 import { waitOutTransients } from "../svc/Transients.js"
+
+/** The pause before a background loop that ended in a defect is started again, doubled for each defect in a row up to the longest. */
+const FIRST_RESTART_MS = 1000
+const LONGEST_RESTART_MS = 60_000
+
+/**
+ * Runs a background loop for good. The loops catch every failure they expect, so one that ends
+ * in a defect met a bug: it is logged with its cause (`engine.loop-failed`, an alert) and started
+ * again after a pause, rather than leave the engine without its tracker, fill sync or
+ * reconciliation while the daemon trades on and reports ready. A defect that comes back at once
+ * is told of at most once a minute; a run that lasted that long starts the pauses over. An
+ * interruption (the stop) ends it.
+ */
+export const supervised = (loop: string, body: Effect.Effect<unknown>): Effect.Effect<never> => {
+  // A loop runs for good: one that returns met a bug as well.
+  const forGood = Effect.zipRight(body, Effect.dieMessage(`the ${loop} loop returned`))
+  const run = (pauseMs: number): Effect.Effect<never> =>
+    Effect.flatMap(Clock.currentTimeMillis, (started) =>
+      forGood.pipe(
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.flatMap(Clock.currentTimeMillis, (ended) => {
+                const restartInMs = ended - started >= LONGEST_RESTART_MS ? FIRST_RESTART_MS : pauseMs
+                return Effect.as(logEvent("engine.loop-failed", { loop, restartInMs, detail: Cause.pretty(cause) }), restartInMs)
+              })
+        ),
+        Effect.flatMap((restartInMs) => Effect.zipRight(Effect.sleep(restartInMs), run(Math.min(LONGEST_RESTART_MS, 2 * restartInMs))))
+      )
+    )
+  return run(FIRST_RESTART_MS)
+}
 
 /**
  * What the engine knows for one strategy instance, from which the host builds the strategy's
@@ -128,7 +160,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
       const lostUntil = Math.min(by(0.4), started + settings.reconcile.settleDelayMs + settings.reconcile.absenceWindowMs)
       while ((yield* journal.inStates(["unknown"])).length > 0 && (yield* before(lostUntil))) {
         yield* reconcile.resolveUnknown.pipe(
-          Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message }))),
+          Effect.catchAll((error) => logRequestFailed(error, { what: "reconcile" })),
           (looked) => despiteStorage(looked, undefined),
           until(lostUntil)
         )
@@ -148,7 +180,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
       const fillsSynced = yield* fillSync.syncOnce.pipe(
         Effect.map((report) => !report.interrupted),
         // A refused answer was logged by the client, naming the endpoint and the field.
-        Effect.catchAll((error) => Effect.as(isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }), false)),
+        Effect.catchAll((error) => Effect.as(logRequestFailed(error, { what: "fills" }), false)),
         (synced) => despiteStorage(synced, false),
         until(by(1)),
         Effect.map(Option.getOrElse(() => false))
@@ -200,9 +232,9 @@ export class Engine extends Effect.Service<Engine>()("svcbot/Engine", {
     // A refused answer (malformed or too large) is the exchange's to put right, as a transient is: the
     // start waits for a readable one, storing none of it, rather than exit into a restart loop.
     const startup = yield* reconcile.atStart.pipe(waitOutTransients("startup reconcile", (error) => error.message, isRefusedAnswer))
-    yield* FiberSet.run(background, tracker.loop)
-    yield* FiberSet.run(background, fillSync.loop)
-    yield* FiberSet.run(background, reconcile.loop)
+    yield* FiberSet.run(background, supervised("tracker", tracker.loop))
+    yield* FiberSet.run(background, supervised("fill sync", fillSync.loop))
+    yield* FiberSet.run(background, supervised("reconcile", reconcile.loop))
 
     return {
       /** The startup reconcile's counts. */

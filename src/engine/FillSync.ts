@@ -11,7 +11,7 @@ import { FillLedger, type LedgerFill, type PageProgress } from "../store/FillLed
 import { OrderJournal } from "../store/OrderJournal.js"
 import { waitingOutStorage } from "../store/StorageHealth.js"
 import type { OrderRow } from "../store/OrderRow.js"
-import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
+import { logRequestFailed, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
 import { EngineSettings } from "./Settings.js"
@@ -133,7 +133,7 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
           yield* ledger.storage.awaitWritable
           yield* syncOnce.pipe(
             // A refused answer was logged by the client, naming the endpoint and the field.
-            Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }))),
+            Effect.catchAll((error) => logRequestFailed(error, { what: "fills" })),
             (sync) => waitingOutStorage(sync, () => Effect.void)
           )
         }

@@ -6,7 +6,7 @@
 import { Clock, Effect, FiberSet, Ref } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { logEvent } from "../log/Logger.js"
-import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
+import { logRequestFailed, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import type { Balance } from "../strategy/Strategy.js"
 import type { ListedPair } from "./Risk.js"
@@ -40,7 +40,7 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
                 refreshes,
                 refresh.pipe(
                   // Here and below, a refused answer was logged by the client, naming the endpoint and the field.
-                  Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what, error: error.message }))),
+                  Effect.catchAll((error) => logRequestFailed(error, { what })),
                   Effect.ensuring(Effect.sync(() => refreshing.delete(what)))
                 )
               )
@@ -104,7 +104,7 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
           }
           return yield* fetchPrice(symbol).pipe(
             Effect.catchAll((error) =>
-              (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "ticker", symbol, error: error.message })).pipe(Effect.as(undefined))
+              logRequestFailed(error, { what: "ticker", symbol }).pipe(Effect.as(undefined))
             )
           )
         }),
@@ -119,7 +119,7 @@ export class Market extends Effect.Service<Market>()("svcbot/Market", {
           return cached
         }
         return yield* refreshBalances.pipe(
-          Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "wallet", error: error.message })).pipe(Effect.as(cached)))
+          Effect.catchAll((error) => logRequestFailed(error, { what: "wallet" }).pipe(Effect.as(cached)))
         )
       }),
       refreshBalances

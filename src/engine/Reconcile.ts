@@ -13,8 +13,8 @@ import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import { waitingOutStorage } from "../store/StorageHealth.js"
 import type { OrderRow } from "../store/OrderRow.js"
-import type { OpenOrderRow as OpenOrder } from "../svc/Api.js"
-import { isRefusedAnswer, type SvcError } from "../svc/Errors.js"
+import type { OpenOrderRow as OpenOrder, OrderStatus } from "../svc/Api.js"
+import { logRequestFailed, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import { EngineBus } from "./EngineBus.js"
 import { FillSync } from "./FillSync.js"
@@ -26,6 +26,16 @@ import { EngineSettings } from "./Settings.js"
 
 /** How long past its looks the startup reconcile may still read the open orders and the balances. */
 const AFTER_LOOKS_MS = 1000
+
+/**
+ * The background's pause after a look that decided nothing, doubled from the first to the longest.
+ * A look reads the open orders and syncs the fills, so it spends weight (7 on svc-venue): at one
+ * look per settle delay (50 ms by default), a placement the service never took was looked for over
+ * a hundred times before its absence window ended, more than half of a 1,200-weight minute.
+ */
+const FIRST_LOOK_PAUSE_MS = 250
+const LONGEST_LOOK_PAUSE_MS = 2000
+const longerPause = (pauseMs: number): number => Math.min(LONGEST_LOOK_PAUSE_MS, Math.max(FIRST_LOOK_PAUSE_MS, 2 * pauseMs))
 
 /** An order on the service that the journal does not know yet. */
 export interface Candidate extends PlacementTerms {
@@ -120,10 +130,23 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
           if (found.some((c) => c.clientOrderId === orphan.clientOrderId)) continue
           const status = yield* Effect.either(client.orderStatus(orphan.clientOrderId))
           if (status._tag === "Left") continue
-          found.push({ ...status.right, time: orphan.firstTime })
+          found.push(statusCandidate(status.right, orphan.firstTime))
         }
         return found
       })
+
+    /** The terms an order status answer gives, decoded (the answer carries more, unread), dated `time`. */
+    const statusCandidate = (s: OrderStatus, time: number): Candidate => ({
+      clientOrderId: s.clientOrderId,
+      symbol: s.symbol,
+      side: s.side,
+      type: s.type,
+      baseQty: s.baseQty,
+      quoteOrderQty: s.quoteOrderQty,
+      limitPrice: s.limitPrice,
+      stopPrice: s.stopPrice,
+      time
+    })
 
     const asCandidate = (o: OpenOrder): Candidate => ({
       clientOrderId: o.clientOrderId,
@@ -217,6 +240,22 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
       return { external, inDoubt: inDoubt.length }
     }))
 
+    const failedLook = (error: SvcError) => logRequestFailed(error, { what: "reconcile" })
+
+    /**
+     * Looks for lost placements after each pause: the settle delay while nothing is in doubt or the
+     * last look decided something, a longer pause after each look (or failure) that decided nothing.
+     */
+    const lookForLost = (pauseMs: number): Effect.Effect<never> =>
+      Effect.sleep(pauseMs).pipe(
+        Effect.zipRight(resolveUnknown),
+        Effect.map((looked) => (looked.stillUnknown === 0 || looked.adopted + looked.notPlaced > 0 ? settings.settleDelayMs : longerPause(pauseMs))),
+        Effect.catchAll((error) => Effect.as(failedLook(error), longerPause(pauseMs))),
+        // What the storage refused is looked for again after the pause.
+        (looked) => waitingOutStorage(looked, () => Effect.succeed(longerPause(pauseMs))),
+        Effect.flatMap(lookForLost)
+      )
+
     const pass = Effect.gen(function* () {
       const unknown = yield* resolveUnknown
       const compared = yield* compareOpenOrders
@@ -284,26 +323,19 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
       }),
       pass,
       /**
-       * Background: lost placements are looked for every settle delay, the full pass runs every interval.
-       * A refused answer was logged by the client, naming the endpoint and the field.
+       * Background: lost placements are looked for from a settle delay on (`lookForLost`), the full
+       * pass runs every interval. A refused answer was logged by the client, naming the endpoint and the field.
        */
       loop: Effect.all(
         [
-          Effect.forever(
-            Effect.sleep(settings.settleDelayMs).pipe(
-              Effect.zipRight(resolveUnknown),
-              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message }))),
-              // What the storage refused is looked for again at the next pass.
-              (looked) => waitingOutStorage(looked, () => Effect.void)
-            )
-          ),
+          lookForLost(settings.settleDelayMs),
           Effect.forever(
             Effect.sleep(settings.intervalMs).pipe(
               Effect.zipRight(pass),
               Effect.tap((r) =>
                 r.adopted + r.notPlaced + r.external + r.inDoubt > 0 ? logEvent("reconcile.completed", { phase: "periodic", ...r }) : Effect.void
               ),
-              Effect.catchAll((error) => (isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "reconcile", error: error.message }))),
+              Effect.catchAll(failedLook),
               (passed) => waitingOutStorage(passed, () => Effect.void)
             )
           )

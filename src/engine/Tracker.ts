@@ -33,7 +33,7 @@ import { OrderMoves } from "./OrderMoves.js"
 import { EngineSettings } from "./Settings.js"
 import { FillLedger } from "../store/FillLedger.js"
 import { ErrorCode } from "../svc/ErrorCodes.js"
-import { isRefusedAnswer } from "../svc/Errors.js"
+import { logRequestFailed } from "../svc/Errors.js"
 
 const KNOWN_KINDS: ReadonlySet<string> = new Set(OrderKind.literals)
 
@@ -159,7 +159,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             // A refused answer was logged by the client, naming the endpoint, the order (its target) and the field.
-            if (!isRefusedAnswer(error)) yield* logEvent("request.failed", { what: "order status", clientOrderId: row.clientOrderId, error: error.message })
+            yield* logRequestFailed(error, { what: "order status", clientOrderId: row.clientOrderId })
             const settled = row.acceptedAt !== null && now - row.acceptedAt >= allSettings.reconcile.settleDelayMs
             if (error._tag === "RequestInvalid" && error.code === ErrorCode.orderNotFound && settled) return yield* probeMissing(row, now, round)
             round.reschedule.push([row.orderId, { nextPollAt: now + settings.restingPollMs }])
@@ -172,7 +172,7 @@ export class Tracker extends Effect.Service<Tracker>()("svcbot/Tracker", {
       Effect.as(true),
       Effect.catchAll((error) =>
         // A refused answer was logged by the client, naming the endpoint and the field.
-        Effect.as(Effect.zipRight(isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { what: "fills", error: error.message }), bus.triggerFillSync), false)
+        Effect.as(Effect.zipRight(logRequestFailed(error, { what: "fills" }), bus.triggerFillSync), false)
       ),
       // Fills the storage refuses are read again once it takes writes (the fill sync waits for that).
       (sync) => waitingOutStorage(sync, () => Effect.as(bus.triggerFillSync, false))

@@ -22,6 +22,10 @@ export const EventCatalog = define({
     meaning:
       "the engine's graceful stop finished its work: every placement answered or withdrawn, cancel-on-stop confirmed, fills synced; carries withdrawn, ordersLeftOpen (resting by choice without cancelOnStop) and tookMs"
   },
+  "engine.loop-failed": {
+    level: "error",
+    meaning: "a background loop of the engine (tracker, fill sync, reconcile) ended in a defect, a bug: its cause is in detail, and the loop starts again after restartInMs"
+  },
   "engine.stop-incomplete": {
     level: "warn",
     meaning:

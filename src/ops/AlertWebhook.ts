@@ -24,7 +24,8 @@ export const DEFAULT_ALERT_EVENTS: ReadonlyArray<EventName> = [
   "risk.kill-switch",
   "reconcile.mismatch",
   "order.lost",
-  "strategy.paused"
+  "strategy.paused",
+  "engine.loop-failed"
 ]
 
 export interface AlertWebhookOptions {

@@ -163,6 +163,9 @@ export const OrderStatus = Schema.Struct({
   quoteOrderQty: OptionalPositiveAmount,
   filledBaseQty: NonNegativeAmount,
   avgPrice: OptionalPositiveAmount,
+  /** The order's terms, as the open-order rows give them: reconciliation matches a lost placement on them. */
+  limitPrice: OptionalPositiveAmount,
+  stopPrice: OptionalPositiveAmount,
   /** svc-venue (and many exchanges) say when they created the order; the spec does not promise it. */
   createdAt: Schema.optionalWith(JsonInteger, { exact: true }),
   /** svc-venue also says when the order last changed: for a cancelled order, when the cancel took effect. */

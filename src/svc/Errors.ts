@@ -3,10 +3,11 @@
  * documented code. Callers branch on `_tag` (the client branched on `ok`, `code`
  * and the HTTP status to build it); message text from the server is never read.
  */
-import { Data, Schema } from "effect"
+import { Data, Effect, Schema } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
 import { isLosslessNumber } from "../domain/Json.js"
 import type { OrderType, Side } from "../domain/OrderTerms.js"
+import { logEvent } from "../log/Logger.js"
 import { ErrorCode } from "./ErrorCodes.js"
 
 /** Every error carries the endpoint (the Dialect path) it came from. */
@@ -162,6 +163,10 @@ export class AnswerTooLarge extends Data.TaggedError("AnswerTooLarge")<{
 export type RefusedAnswer = DecodeError | AnswerTooLarge
 
 export const isRefusedAnswer = (error: SvcError): error is RefusedAnswer => error._tag === "DecodeError" || error._tag === "AnswerTooLarge"
+
+/** Logs a failed request as `request.failed` with `fields`, but not a refused answer: the client logged that one, naming the endpoint and the field. */
+export const logRequestFailed = (error: SvcError, fields: Readonly<Record<string, unknown>>): Effect.Effect<void> =>
+  isRefusedAnswer(error) ? Effect.void : logEvent("request.failed", { ...fields, error: error.message })
 
 /** Key traffic is stopped after API_KEY_INVALID; the next probe is allowed after `retryAfterMs`. */
 export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{

@@ -191,6 +191,8 @@ export const Shapes = {
     ["quoteOrderQty", "optionalPositiveAmount"],
     ["filledBaseQty", "nonNegativeAmount"],
     ["avgPrice", "optionalPositiveAmount"],
+    ["limitPrice", "optionalPositiveAmount"],
+    ["stopPrice", "optionalPositiveAmount"],
     ["createdAt", "optionalInteger"],
     ["updatedAt", "optionalInteger"]
   ],

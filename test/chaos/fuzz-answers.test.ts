@@ -16,7 +16,9 @@
  * Seeded: the seed is printed first and CHAOS_SEED=<seed> repeats it; the n-th answer of each
  * endpoint is mutated, or not, and the same way, for the same seed.
  */
-import { existsSync } from "node:fs"
+import { existsSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { setTimeout as delay } from "node:timers/promises"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { fromString } from "../../src/domain/Decimal.js"
@@ -152,6 +154,8 @@ const MUTATIONS: Readonly<Record<Kind, Mutation>> = {
     if (slot === undefined) return undefined
     const was = valueAt(slot)
     // Never a string, number or null: those can be a well-formed other value (an amount written as a number, a fill without an order).
+    // A list may become `[]` all the same, and is meant to: a well-formed answer no reader can see through
+    // (no pairs listed, no open orders, no fills, no balances), which the daemon must outlive without acting on it for good.
     const wrong = pick(random, [true, {}, [], { value: was }, [was]])
     setAt(slot, typeof was === "boolean" && wrong === true ? [] : wrong)
     return stringify(json)
@@ -390,6 +394,8 @@ describe("chaos: fuzzed answers under svcbot run", () => {
         () => `waited ${CATCH_UP_MS} ms for ${what()}`
       )
     }
+    // What a placement left in doubt went through, read before the stop resolves it.
+    const doubtful = stuck !== undefined && existsSync(dbPath) ? query<Record<string, unknown>>(dbPath, "SELECT * FROM orders WHERE state IN ('unknown', 'submitting')") : []
     const exits = up() ? 0 : 1
     const peak = up() ? peakRssMb(run.child.pid!) : Number.NaN
     run.child.kill("SIGTERM")
@@ -416,6 +422,14 @@ describe("chaos: fuzzed answers under svcbot run", () => {
     )
     if (malformed.length > 0) console.log(malformed.map((row) => `stored ${JSON.stringify(storedRecord(row))}\nvenue  ${JSON.stringify(venueById.get(row.fill_id))}`).join("\n"))
     if (missing.length > 0 || stop?.event !== "engine.stopped") console.log(run.lines.filter((line) => /"level":"(warn|error)"|"event":"(budget\.wait|app\.stopping|fill\.synced)"/.test(line)).slice(-30).join("\n"))
+    if (doubtful.length > 0) {
+      const ids = doubtful.map((row) => String(row.intent_id))
+      console.log(`left in doubt:\n${doubtful.map((row) => JSON.stringify(row)).join("\n")}`)
+      console.log(run.lines.filter((line) => ids.some((id) => line.includes(id)) || /"what":"reconcile"|"reconcile\./.test(line)).slice(-40).join("\n"))
+      const logPath = join(tmpdir(), `svcbot-fuzz-${seed}-${process.pid}.log`)
+      writeFileSync(logPath, run.lines.join("\n"))
+      console.log(`the daemon's whole log: ${logPath}`)
+    }
     if (exits > 0) console.log(`${run.lines.slice(-20).join("\n")}\n${run.stderr.join("").slice(-4000)}`)
 
     expect(exits, run.stderr.join("").slice(-2000)).toBe(0)

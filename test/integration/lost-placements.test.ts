@@ -5,6 +5,9 @@
  * none may then prove absent the order another just adopted, which would read as the
  * ledger and the exchange disagreeing and hold health at degraded until a restart.
  * A lost placement that filled before it was adopted: its strategy hears of the fills.
+ * A lost placement seen only through its fills, whose status answer is malformed: refused, then adopted.
+ * A lost placement the venue never took: proven absent after a handful of looks, each of
+ * which costs weight (the open orders and a fill sync), not one look every settle delay.
  */
 import { Effect, Fiber, Stream } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
@@ -12,9 +15,10 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import { Engine } from "../../src/engine/Engine.js"
 import type { FillUpdate } from "../../src/engine/EngineBus.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
-import { startProxy } from "../support/proxy.js"
+import { defaultDialect } from "../../src/svc/Dialect.js"
+import { startAnswerProxy, startProxy } from "../support/proxy.js"
 import { startVenue } from "../support/venue.js"
-import { CapturedLog, engineOnVenue, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
+import { CapturedLog, engineOnVenue, eventually, isFinished, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -65,6 +69,80 @@ describe("a lost placement", () => {
     expect(passes.reduce((n, p) => n + p.notPlaced, 0)).toBe(0)
     expect(log.events("reconcile.mismatch")).toEqual([])
     expect(await engine.run(Effect.flatMap(Engine, (e) => e.health))).toEqual([])
+  }, 60_000)
+
+  it("that the venue never took: proven absent after a few looks, however short the settle delay", async () => {
+    const venue = await startVenue()
+    cleanups.push(() => venue.close())
+    const paths = defaultDialect.paths
+    let lost = false
+    let looks = 0
+    // The venue refuses the placement (the account frozen); the refusal reaches the engine as a bare 503, which says nothing of whether it was placed.
+    const proxy = await startAnswerProxy(venue.url, (answer) => {
+      const path = answer.target.split("?")[0]
+      if (path === paths.limitOrder && answer.status >= 400) {
+        lost = true
+        return { body: "", status: 503 }
+      }
+      if (path === paths.openOrders && lost) looks += 1
+      return undefined
+    })
+    cleanups.push(() => proxy.close())
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    // The daemon's settle delay (the venue's settle time, 50 ms by default); no periodic pass in the way.
+    const engine = await startEngine(
+      { url: proxy.url, keyId: venue.keyId, secret: venue.secret },
+      testOptions(db.path, { reconcile: { settleDelayMs: 50, absenceWindowMs: 6000, intervalMs: 3_600_000 } })
+    )
+    cleanups.push(() => engine.runtime.dispose())
+    await venue.admin("POST", "/_venue/account-status", { uid: venue.uid, status: "frozen" })
+
+    await engine.run(
+      Effect.flatMap(Engine, (e) => e.submit("s", [{ type: "limit", tag: "never", symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("50000") }]))
+    )
+    const row = await engine.run(
+      eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.latestByTag("s", "never")), (r) => (isFinished(r) ? r : undefined)), "the placement decided", 30_000)
+    )
+    expect(row?.state).toBe("not_placed")
+    expect(engine.log.events("order.unknown")).toHaveLength(1)
+    // Over the 6 s absence window: a look at 250 ms, 500 ms, 1 s and then every 2 s at most.
+    expect(looks).toBeGreaterThan(0)
+    expect(looks).toBeLessThanOrEqual(8)
+  }, 60_000)
+
+  it("whose order status answer names its terms malformed: the answer is refused, and a later look adopts it", async () => {
+    const venue = await startVenue()
+    cleanups.push(() => venue.close())
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+    const paths = defaultDialect.paths
+    // The order is seen only through its fills, so its terms are read from its status answer, whose limit price comes as an object twice.
+    let damaged = 0
+    const proxy = await startAnswerProxy(venue.url, (answer) => {
+      if (answer.target.split("?")[0] !== paths.orderStatus || damaged >= 2) return undefined
+      damaged += 1
+      return answer.body.replace(/"limitPrice":("[^"]*"|[0-9.]+)/, '"limitPrice":{}')
+    })
+    cleanups.push(() => proxy.close())
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    const engine = await startEngine({ url: proxy.url, keyId: venue.keyId, secret: venue.secret }, testOptions(db.path))
+    cleanups.push(() => engine.runtime.dispose())
+
+    await venue.admin("POST", "/_venue/faults", { dropAcceptedResponses: 1 })
+    // Above the price: it fills at once, so the venue lists it only among the fills.
+    await engine.run(
+      Effect.flatMap(Engine, (e) =>
+        e.submit("s", [{ type: "limit", tag: "taker", symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("61000") }])
+      )
+    )
+    const adopted = await engine.run(
+      eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.latestByTag("s", "taker")), (row) => (row?.clientOrderId != null ? row : undefined)), "the placement adopted")
+    )
+    expect(damaged).toBe(2)
+    expect(engine.log.events("request.failed").filter((e) => e.endpoint === paths.orderStatus && e.field === "limitPrice")).toHaveLength(2)
+    expect(engine.log.events("order.reconciled")).toEqual([expect.objectContaining({ tag: "taker", outcome: "adopted", clientOrderId: adopted.clientOrderId })])
+    expect(engine.log.events("engine.loop-failed")).toEqual([])
   }, 60_000)
 
   it("that filled before it was adopted: its fills, first published without a strategy, reach the strategy once it is adopted", async () => {
