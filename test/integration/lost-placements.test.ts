@@ -17,13 +17,29 @@ import type { FillUpdate } from "../../src/engine/EngineBus.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
 import { startAnswerProxy, startProxy } from "../support/proxy.js"
-import { startVenue } from "../support/venue.js"
+import { startVenue, type TestVenue } from "../support/venue.js"
 import { CapturedLog, engineOnVenue, eventually, isFinished, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
+
+/**
+ * Places a buy above the price whose answer the venue drops: it fills at once, so the venue lists
+ * it only among the fills. Returns its row once reconciliation has adopted it.
+ */
+const loseTakerPlacement = async (venue: TestVenue, engine: Awaited<ReturnType<typeof startEngine>>) => {
+  await venue.admin("POST", "/_venue/faults", { dropAcceptedResponses: 1 })
+  await engine.run(
+    Effect.flatMap(Engine, (e) =>
+      e.submit("s", [{ type: "limit", tag: "taker", symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("61000") }])
+    )
+  )
+  return engine.run(
+    eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.latestByTag("s", "taker")), (row) => (row?.clientOrderId != null ? row : undefined)), "the placement adopted")
+  )
+}
 
 describe("a lost placement", () => {
   it("found after an outage: adopted once by concurrent reconciles, with no mismatch and health clear", async () => {
@@ -129,16 +145,7 @@ describe("a lost placement", () => {
     const engine = await startEngine({ url: proxy.url, keyId: venue.keyId, secret: venue.secret }, testOptions(db.path))
     cleanups.push(() => engine.runtime.dispose())
 
-    await venue.admin("POST", "/_venue/faults", { dropAcceptedResponses: 1 })
-    // Above the price: it fills at once, so the venue lists it only among the fills.
-    await engine.run(
-      Effect.flatMap(Engine, (e) =>
-        e.submit("s", [{ type: "limit", tag: "taker", symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("61000") }])
-      )
-    )
-    const adopted = await engine.run(
-      eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.latestByTag("s", "taker")), (row) => (row?.clientOrderId != null ? row : undefined)), "the placement adopted")
-    )
+    const adopted = await loseTakerPlacement(venue, engine)
     expect(damaged).toBe(2)
     expect(engine.log.events("request.failed").filter((e) => e.endpoint === paths.orderStatus && e.field === "limitPrice")).toHaveLength(2)
     expect(engine.log.events("order.reconciled")).toEqual([expect.objectContaining({ tag: "taker", outcome: "adopted", clientOrderId: adopted.clientOrderId })])
@@ -153,16 +160,7 @@ describe("a lost placement", () => {
     )
     cleanups.push(() => engine.runtime.runPromise(Fiber.interrupt(listening)).then(() => undefined))
 
-    await venue.admin("POST", "/_venue/faults", { dropAcceptedResponses: 1 })
-    // Above the price: it fills at once, so the venue lists it only among the fills.
-    await engine.run(
-      Effect.flatMap(Engine, (e) =>
-        e.submit("s", [{ type: "limit", tag: "taker", symbol: "BTCUSDT", side: "buy", baseQty: new Decimal("0.001"), limitPrice: new Decimal("61000") }])
-      )
-    )
-    const adopted = await engine.run(
-      eventually(Effect.map(Effect.flatMap(OrderJournal, (j) => j.latestByTag("s", "taker")), (row) => (row?.clientOrderId != null ? row : undefined)), "the placement adopted")
-    )
+    const adopted = await loseTakerPlacement(venue, engine)
     expect(engine.log.events("order.unknown")).toHaveLength(1)
     expect(engine.log.events("order.reconciled")).toEqual([expect.objectContaining({ tag: "taker", outcome: "adopted" })])
     const fillIds = ((await venue.admin("GET", `/_venue/fills?uid=${venue.uid}`)).fills as Array<{ fillId: unknown }>).map((f) => String(f.fillId))
