@@ -28,7 +28,8 @@ const LOCATED_ENTRIES = [
   "src/strategy/indicators.ts",
   "src/domain/Decimal.ts",
   "src/backtest/SweepWorker.ts",
-  "src/optimize/TrialWorker.ts"
+  "src/optimize/TrialWorker.ts",
+  "src/store/FillWriterThread.ts"
 ]
 
 /** How many builds to keep: a daemon started from an older one may still load its lazy chunks. */

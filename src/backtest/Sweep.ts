@@ -10,7 +10,8 @@ import { type Decimal, fromJsNumber, fromString } from "../domain/Decimal.js"
 import { parse } from "../domain/Json.js"
 import { canonicalParams } from "../domain/Hash.js"
 import type { JobSpec } from "./Job.js"
-import { startModuleWorker } from "./Workers.js"
+import { startModuleWorker } from "../domain/ModuleWorker.js"
+import { collectForRepeatedRuns } from "./Collector.js"
 
 /** Metrics a sweep can rank by, and whether larger is better. */
 export const RANKABLE = {
@@ -114,6 +115,8 @@ export const runSweep = (spec: JobSpec, grid: Grid, options: SweepOptions): Prom
   const total = jobs.length
   const results = new Array<SweepResult>(total)
   const threads = Math.max(1, Math.min(options.threads, total))
+  // Each thread runs backtest after backtest; the flag covers every thread of the process.
+  collectForRepeatedRuns()
   return new Promise((resolve, reject) => {
     const workers: Array<Worker> = []
     let next = 0

@@ -75,8 +75,7 @@ export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
   scoped: Effect.gen(function* () {
     const events = yield* Effect.acquireRelease(PubSub.bounded<EngineEvent>(BUS_CAPACITY), PubSub.shutdown)
     let published = 0
-    // The number is taken and the event published in one step, so numbers arrive in order.
-    const publish = (event: (seq: number) => EngineEvent) => Effect.suspend(() => PubSub.publish(events, event(++published))).pipe(Effect.asVoid)
+    // Each event's number is taken as its publish runs, so numbers arrive in order.
     const orderUpdate = (row: OrderRow, at: number): EngineEvent => ({ _tag: "OrderUpdate", seq: ++published, update: toUpdate(row, at) })
     // One pending trigger is enough: a sync reads everything new since the last one.
     const fillSyncTrigger = yield* Queue.sliding<void>(1)
@@ -98,7 +97,11 @@ export class EngineBus extends Effect.Service<EngineBus>()("svcbot/EngineBus", {
        */
       publishOrders: (rows: ReadonlyArray<OrderRow>, at: number) =>
         rows.length === 0 ? Effect.void : Effect.suspend(() => PubSub.publishAll(events, rows.map((row) => orderUpdate(row, at)))).pipe(Effect.asVoid),
-      publishFill: (update: FillUpdate) => publish((seq) => ({ _tag: "Fill", seq, update })),
+      /** The fills of a page (or of an order adopted late) in one publish, as `publishOrders`. */
+      publishFills: (updates: ReadonlyArray<FillUpdate>) =>
+        updates.length === 0
+          ? Effect.void
+          : Effect.suspend(() => PubSub.publishAll(events, updates.map((update): EngineEvent => ({ _tag: "Fill", seq: ++published, update })))).pipe(Effect.asVoid),
       subscribe,
       /** How many events have been published so far: a subscriber that has handled this many is caught up. */
       published: Effect.sync(() => published),

@@ -5,7 +5,7 @@
  * page is stored with the cursor it leads to in one transaction, so a crash
  * resumes the pass where it stopped; fill ids are stored once.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Either } from "effect"
 import { logEvent } from "../log/Logger.js"
 import { FillLedger, type LedgerFill, type PageProgress } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
@@ -48,27 +48,42 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
         const polled: Array<number> = []
         for (const order of orders.values()) if (order !== undefined && order.nextPollAt !== null) polled.push(order.orderId)
         yield* bus.pollSoon(polled)
-        yield* Effect.forEach(
-          fresh,
-          (fill) => {
+        yield* bus.publishFills(
+          fresh.map((fill) => {
             const order = fill.clientOrderId === null ? undefined : orders.get(fill.clientOrderId)
-            return bus.publishFill({ strategyId: order?.strategyId ?? null, tag: order?.tag ?? null, fill })
-          },
-          { discard: true }
+            return { strategyId: order?.strategyId ?? null, tag: order?.tag ?? null, fill }
+          })
         )
       })
 
-    /** Reads pages from `before` until the high-water mark; stores each with its progress. */
+    /**
+     * Reads pages from `before` until the high-water mark; stores each with its progress. A page
+     * is stored (on the ledger's writer thread) while the next is read, one page at a time: the
+     * sync state moves page by page in order, and a pass that fails waits for the page in hand.
+     */
     const pass = (before: string | undefined, budget: number) =>
       Effect.gen(function* () {
         const state = yield* ledger.syncState
         let cursor = before
         let pages = 0
         let newFills = 0
+        let storing: Effect.Effect<ReadonlyArray<LedgerFill>> | undefined
+        const stored = Effect.suspend(() => {
+          if (storing === undefined) return Effect.void
+          const page = storing
+          storing = undefined
+          return Effect.flatMap(page, (fresh) => {
+            newFills += fresh.length
+            return announce(fresh)
+          })
+        })
         while (pages < budget) {
-          const page = yield* client.fillsPage(
-            cursor === undefined ? { limit: settings.pageLimit } : { limit: settings.pageLimit, before: cursor }
+          const read = yield* Effect.either(
+            client.fillsPage(cursor === undefined ? { limit: settings.pageLimit } : { limit: settings.pageLimit, before: cursor })
           )
+          yield* stored
+          if (Either.isLeft(read)) return yield* Effect.fail(read.left)
+          const page = read.right
           pages += 1
           const first = page.fills[0]
           const top = cursor === undefined && first !== undefined ? { fillId: first.fillId, time: first.time } : undefined
@@ -83,12 +98,14 @@ export class FillSync extends Effect.Service<FillSync>()("svcbot/FillSync", {
             : top === undefined
               ? { _tag: "Continue", cursor: page.nextCursor! }
               : { _tag: "Continue", cursor: page.nextCursor!, top }
-          const fresh = yield* ledger.storePage(page.fills, progress, yield* Clock.currentTimeMillis)
-          newFills += fresh.length
-          yield* announce(fresh)
-          if (done) return { pages, newFills, interrupted: false }
+          storing = yield* ledger.startPage(page.fills, progress, yield* Clock.currentTimeMillis)
+          if (done) {
+            yield* stored
+            return { pages, newFills, interrupted: false }
+          }
           cursor = page.nextCursor!
         }
+        yield* stored
         return { pages, newFills, interrupted: true }
       })
 

@@ -5,7 +5,6 @@
  */
 import { Clock, Effect, FiberSet, Ref } from "effect"
 import type { Decimal } from "../domain/Decimal.js"
-import { logEvent } from "../log/Logger.js"
 import { logRequestFailed, type SvcError } from "../svc/Errors.js"
 import { SvcClient } from "../svc/SvcClient.js"
 import type { Balance } from "../strategy/Strategy.js"

@@ -203,9 +203,8 @@ export class Reconcile extends Effect.Service<Reconcile>()("svcbot/Reconcile", {
                 outcome: "adopted"
               })
               // Its fills synced before now went out without a strategy, the order being unknown then: its strategy hears of them now.
-              for (const fill of yield* ledger.forOrder(decision.found.clientOrderId)) {
-                yield* bus.publishFill({ strategyId: row.strategyId, tag: row.tag, fill, late: true })
-              }
+              const fills = yield* ledger.forOrder(decision.found.clientOrderId)
+              yield* bus.publishFills(fills.map((fill) => ({ strategyId: row.strategyId, tag: row.tag, fill, late: true })))
             }
           } else if ((yield* moves.move(decision.order.orderId, "proveAbsent", {}, "not found on the service within the absence window")) !== undefined) {
             notPlaced += 1

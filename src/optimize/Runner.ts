@@ -11,7 +11,7 @@ import type { JobSpec, PreparedJob } from "../backtest/Job.js"
 import type { ResultsBackend } from "./Results.js"
 import { runTrial, type Trial, type TrialResult } from "./Trial.js"
 import { collectForRepeatedRuns } from "../backtest/Collector.js"
-import { startModuleWorker } from "../backtest/Workers.js"
+import { startModuleWorker } from "../domain/ModuleWorker.js"
 
 export interface TrialRunner {
   /** Runs every trial; the results come in the order of the trials. */
@@ -54,6 +54,8 @@ const QUEUED_PER_THREAD = 2
  */
 export const startWorkerRunner = (spec: JobSpec, threads: number): Promise<TrialRunner> =>
   new Promise((resolveStart, rejectStart) => {
+    // Each thread runs trial after trial; the flag covers every thread of the process.
+    collectForRepeatedRuns()
     const workers: Array<Worker> = []
     let ready = 0
     let started = false

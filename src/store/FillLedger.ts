@@ -11,6 +11,10 @@ import { type Decimal, fromString } from "../domain/Decimal.js"
 import type { Side } from "../domain/OrderTerms.js"
 import type { Liquidity } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
+import { type FillColumns, type PageProgress, pageWriter, type SyncState, syncStateReader } from "./FillPages.js"
+import { closeOnWriter, startOnWriter, startWriter } from "./FillWriter.js"
+
+export type { PageProgress, SyncState }
 
 /** A fill as stored: exact amounts plus the row exactly as the service sent it. */
 export interface LedgerFill {
@@ -27,25 +31,6 @@ export interface LedgerFill {
   readonly time: number
   readonly raw: string
 }
-
-export interface SyncState {
-  readonly highWaterFillId: string | null
-  readonly highWaterTime: number | null
-  /** The `before` cursor an interrupted pass resumes from; null when no pass is in progress. */
-  readonly backfillCursor: string | null
-  readonly backfillDone: boolean
-  readonly passTopFillId: string | null
-  readonly passTopTime: number | null
-}
-
-/** What a stored page moves the sync state to. */
-export type PageProgress =
-  /** More pages follow; resume from `cursor`. `top` is set on the first page of a pass. */
-  | { readonly _tag: "Continue"; readonly cursor: string; readonly top?: { readonly fillId: string; readonly time: number } }
-  /** The pass met the high-water mark or the oldest page: the pass's top becomes the new mark. */
-  | { readonly _tag: "Complete"; readonly top?: { readonly fillId: string; readonly time: number } }
-
-const STREAM = "fills"
 
 /** A row of the `fills` table as SQLite returns it: amounts as their exact decimal text. */
 export interface FillTableRow {
@@ -147,28 +132,28 @@ const toFill = (raw: FillTableRow): LedgerFill => ({
   raw: raw.raw
 })
 
-const EMPTY_STATE: SyncState = {
-  highWaterFillId: null,
-  highWaterTime: null,
-  backfillCursor: null,
-  backfillDone: false,
-  passTopFillId: null,
-  passTopTime: null
+/**
+ * A page's fills as the table's columns. The fills of a page share one Decimal per repeated
+ * amount (as the client reads them): each is written out once.
+ */
+const columnsOf = (fills: ReadonlyArray<LedgerFill>): Array<FillColumns> => {
+  const texts = new Map<Decimal, string>()
+  const text = (amount: Decimal): string => {
+    let written = texts.get(amount)
+    if (written === undefined) {
+      written = amount.toFixed()
+      texts.set(amount, written)
+    }
+    return written
+  }
+  return fills.map((f) => [f.fillId, f.clientOrderId, f.symbol, f.side, f.liquidity, text(f.price), text(f.baseQty), text(f.quoteQty), text(f.fee), f.feeAsset, f.time, f.raw])
 }
 
 export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger", {
-  effect: Effect.gen(function* () {
-    const { sqlite, storage } = yield* Database
+  scoped: Effect.gen(function* () {
+    const { sqlite, storage, path } = yield* Database
     const ofStrategy = strategyFills(sqlite)
     const q = {
-      insert: sqlite.prepare(`INSERT INTO fills (fill_id, client_order_id, symbol, side, liquidity, price, base_qty, quote_qty,
-        fee, fee_asset, time, raw, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fill_id) DO NOTHING`),
-      state: sqlite.prepare("SELECT * FROM sync_state WHERE stream = ?"),
-      upsertState: sqlite.prepare(`INSERT INTO sync_state (stream, high_water_fill_id, high_water_time, backfill_cursor,
-        backfill_done, pass_top_fill_id, pass_top_time, updated_at)
-        VALUES (@stream, @hwId, @hwTime, @cursor, @done, @topId, @topTime, @now)
-        ON CONFLICT (stream) DO UPDATE SET high_water_fill_id = @hwId, high_water_time = @hwTime, backfill_cursor = @cursor,
-        backfill_done = @done, pass_top_fill_id = @topId, pass_top_time = @topTime, updated_at = @now`),
       all: sqlite.prepare("SELECT * FROM fills ORDER BY time DESC, fill_id DESC"),
       byOrder: sqlite.prepare("SELECT * FROM fills WHERE client_order_id = ? ORDER BY time, fill_id"),
       has: sqlite.prepare("SELECT 1 FROM fills WHERE fill_id = ?"),
@@ -183,95 +168,41 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
       hear: sqlite.prepare("UPDATE fills SET heard_at = ? WHERE fill_id = ?")
     }
 
-    const readState = (): SyncState => {
-      const raw = q.state.get(STREAM) as
-        | {
-            high_water_fill_id: string | null
-            high_water_time: number | null
-            backfill_cursor: string | null
-            backfill_done: number
-            pass_top_fill_id: string | null
-            pass_top_time: number | null
-          }
-        | undefined
-      if (raw === undefined) return EMPTY_STATE
-      return {
-        highWaterFillId: raw.high_water_fill_id,
-        highWaterTime: raw.high_water_time,
-        backfillCursor: raw.backfill_cursor,
-        backfillDone: raw.backfill_done === 1,
-        passTopFillId: raw.pass_top_fill_id,
-        passTopTime: raw.pass_top_time
-      }
+    const readState = syncStateReader(sqlite)
+
+    /**
+     * A file's pages are written on the writer thread (FillWriter.ts), an in-memory database's
+     * here: a connection of another thread could not see it.
+     */
+    const onThisThread = path === ":memory:"
+    const writePage = onThisThread ? pageWriter(sqlite) : undefined
+    if (!onThisThread) {
+      startWriter()
+      yield* Effect.addFinalizer(() => closeOnWriter(path))
     }
 
-    /** One page and the progress it implies: one transaction, whatever the number of fills. */
-    const storePage = sqlite.transaction((fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): ReadonlyArray<LedgerFill> => {
-      // The fills of a page share one Decimal per repeated amount (as the client reads them): each is written out once.
-      const texts = new Map<Decimal, string>()
-      const text = (amount: Decimal): string => {
-        let written = texts.get(amount)
-        if (written === undefined) {
-          written = amount.toFixed()
-          texts.set(amount, written)
-        }
-        return written
-      }
-      const fresh: Array<LedgerFill> = []
-      for (const f of fills) {
-        const result = q.insert.run(
-          f.fillId,
-          f.clientOrderId,
-          f.symbol,
-          f.side,
-          f.liquidity,
-          text(f.price),
-          text(f.baseQty),
-          text(f.quoteQty),
-          text(f.fee),
-          f.feeAsset,
-          f.time,
-          f.raw,
-          now
-        )
-        if (result.changes > 0) fresh.push(f)
-      }
-      const state = readState()
-      const top = progress.top ?? (state.passTopFillId === null ? undefined : { fillId: state.passTopFillId, time: state.passTopTime ?? 0 })
-      if (progress._tag === "Continue") {
-        q.upsertState.run({
-          stream: STREAM,
-          hwId: state.highWaterFillId,
-          hwTime: state.highWaterTime,
-          cursor: progress.cursor,
-          done: state.backfillDone ? 1 : 0,
-          topId: top?.fillId ?? null,
-          topTime: top?.time ?? null,
-          now
-        })
-      } else {
-        q.upsertState.run({
-          stream: STREAM,
-          hwId: top?.fillId ?? state.highWaterFillId,
-          hwTime: top?.time ?? state.highWaterTime,
-          cursor: null,
-          done: 1,
-          topId: null,
-          topTime: null,
-          now
-        })
-      }
-      return fresh
-    })
+    const startPage = (fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): Effect.Effect<Effect.Effect<ReadonlyArray<LedgerFill>>> =>
+      Effect.suspend(() => {
+        const rows = columnsOf(fills)
+        const fresh = (indexes: Array<number>) => indexes.map((i) => fills[i]!)
+        return writePage === undefined
+          ? Effect.map(startOnWriter(storage, rows, progress, now), Effect.map(fresh))
+          : Effect.sync(() => Effect.succeed(fresh(storage.guard(() => writePage(rows, progress, now)))))
+      })
 
     return {
       /** The health of the database's writes, which the ledger's pages wait for. */
       storage,
       syncState: Effect.sync(readState),
 
+      /**
+       * Starts storing one page and the progress it implies, in one transaction: on the writer
+       * thread, which the page is handed to at once. The effect returned waits for the fills that were new.
+       */
+      startPage,
       /** Stores one page and the progress it implies in one transaction; returns the fills that were new. */
       storePage: (fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): Effect.Effect<ReadonlyArray<LedgerFill>> =>
-        Effect.sync(() => storage.guard(() => storePage(fills, progress, now))),
+        Effect.flatten(startPage(fills, progress, now)),
 
       all: Effect.sync(() => (q.all.all() as Array<FillTableRow>).map(toFill)),
       forOrder: (clientOrderId: string) => Effect.sync(() => (q.byOrder.all(clientOrderId) as Array<FillTableRow>).map(toFill)),

@@ -136,13 +136,13 @@ export class OrderJournal extends Effect.Service<OrderJournal>()("svcbot/OrderJo
       return result
     })
     /**
-     * Runs journal work as one transaction (a savepoint inside an open one), the backlog written
-     * first. A failed one is rolled back, and the rows held in memory are read again from the
+     * Runs journal work as one IMMEDIATE transaction (a savepoint inside an open one; Database.ts
+     * says why IMMEDIATE), the backlog written first. A failed one is rolled back, and the rows held in memory are read again from the
      * table it left and the backlog; a refusal by the storage is thrown as a `StorageFailure`.
      */
     const writing = <A>(work: () => A): A => {
       try {
-        const result = storage.guard(() => transact(work) as A)
+        const result = storage.guard(() => transact.immediate(work) as A)
         backlogRows.clear()
         backlogEvents.length = 0
         return result

@@ -57,7 +57,7 @@ export class StrategyStateStore extends Effect.Service<StrategyStateStore>()("sv
         intents: ReadonlyArray<Intent>,
         now: number,
         recordHanded: () => void = () => undefined
-      ): Effect.Effect<ReadonlyArray<number>> => Effect.sync(() => storage.guard(() => saveAll(id, stored, intents, now, recordHanded))),
+      ): Effect.Effect<ReadonlyArray<number>> => Effect.sync(() => storage.guard(() => saveAll.immediate(id, stored, intents, now, recordHanded))),
       /** Forgets an instance's unjournaled intents (they belong to a strategy that no longer runs under its id). */
       dropOutbox: (id: string): Effect.Effect<void> => outbox.drop(id),
       /** Intents saved and not yet journaled, oldest first: what a crash left between the two. */

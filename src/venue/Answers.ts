@@ -83,3 +83,22 @@ export const fillJson = (f: VenueFill) => ({
   feeAsset: f.feeAsset,
   time: f.time
 })
+
+/** Each fill's row as a fills page writes it, written the first time a page holds it: a fill never changes. */
+const fillTexts = new WeakMap<VenueFill, string>()
+
+const fillText = (f: VenueFill): string => {
+  let text = fillTexts.get(f)
+  if (text === undefined) {
+    text = JSON.stringify(fillJson(f))
+    fillTexts.set(f, text)
+  }
+  return text
+}
+
+/** A fills page: what `plainAnswer` writes for `{ fills, nextCursor }`, from the fills' rows as first written. */
+export const fillsPageAnswer = (fills: ReadonlyArray<VenueFill>, nextCursor: string | null): VenueAnswer => ({
+  status: 200,
+  headers: JSON_HEADERS(),
+  body: `{"fills":[${fills.map(fillText).join(",")}],"nextCursor":${JSON.stringify(nextCursor)}}`
+})

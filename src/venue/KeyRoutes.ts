@@ -6,7 +6,7 @@ import { type Decimal, toJsonNumber } from "../domain/Decimal.js"
 import type { Dialect } from "../svc/Dialect.js"
 import { ErrorCode, Scope } from "../svc/ErrorCodes.js"
 import type { ApiKey, Weights } from "./Accounts.js"
-import { amountText, answer, failure, fillJson, isAnswer, JSON_HEADERS, orderJson, plainAnswer, type VenueAnswer } from "./Answers.js"
+import { amountText, answer, failure, fillsPageAnswer, isAnswer, JSON_HEADERS, orderJson, plainAnswer, type VenueAnswer } from "./Answers.js"
 import { asObject, intParam, invalid, placeRequest, stringField } from "./Fields.js"
 import type { BalanceRow, PlaceRequest } from "./Orders.js"
 import type { Refusal } from "./PlaceRules.js"
@@ -114,7 +114,7 @@ export const keyRoutes = (dialect: Dialect): ReadonlyMap<string, KeyRoute> => {
             ...(symbol === null || symbol === "" ? {} : { symbol })
           })
           const last = page.fills[page.fills.length - 1]
-          return plainAnswer(200, { fills: page.fills.map(fillJson), nextCursor: page.hasOlder && last !== undefined ? encodeCursor(last.seq) : null })
+          return fillsPageAnswer(page.fills, page.hasOlder && last !== undefined ? encodeCursor(last.seq) : null)
         }
       }
     ],

@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
-import { answer, fillJson, plainAnswer } from "../../src/venue/Answers.js"
+import { answer, fillJson, fillsPageAnswer, plainAnswer } from "../../src/venue/Answers.js"
 import type { VenueFill } from "../../src/venue/Orders.js"
 
 /** Amounts as the venue keeps them: up to 18 integer and 18 fraction digits, zero included. */
@@ -25,11 +25,15 @@ const fill = fc.record({
 }) as fc.Arbitrary<VenueFill>
 
 describe("venue answers written without the exact-number writer", () => {
-  it("a fills page reads exactly as the exact writer writes it", () => {
+  it("a fills page reads exactly as the exact writer writes it, its rows written once and then reused", () => {
     fc.assert(
       fc.property(fc.array(fill, { maxLength: 20 }), fc.option(fc.string(), { nil: null }), (fills, nextCursor) => {
         const page = { fills: fills.map(fillJson), nextCursor }
-        expect(plainAnswer(200, page)).toEqual(answer(200, page))
+        const exact = answer(200, page)
+        expect(plainAnswer(200, page)).toEqual(exact)
+        expect(fillsPageAnswer(fills, nextCursor)).toEqual(exact)
+        // Again, from the rows kept from the first page.
+        expect(fillsPageAnswer(fills, nextCursor)).toEqual(exact)
       })
     )
   })
