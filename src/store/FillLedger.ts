@@ -12,7 +12,7 @@ import type { Side } from "../domain/OrderTerms.js"
 import type { Liquidity } from "../svc/Dialect.js"
 import { Database } from "./Database.js"
 import { type FillColumns, type PageProgress, pageWriter, type SyncState, syncStateReader } from "./FillPages.js"
-import { closeOnWriter, startOnWriter, startWriter } from "./FillWriter.js"
+import { closeOnWriter, startOnWriter } from "./FillWriter.js"
 
 export type { PageProgress, SyncState }
 
@@ -176,10 +176,7 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
      */
     const onThisThread = path === ":memory:"
     const writePage = onThisThread ? pageWriter(sqlite) : undefined
-    if (!onThisThread) {
-      startWriter()
-      yield* Effect.addFinalizer(() => closeOnWriter(path))
-    }
+    if (!onThisThread) yield* Effect.addFinalizer(() => closeOnWriter(path))
 
     const startPage = (fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): Effect.Effect<Effect.Effect<ReadonlyArray<LedgerFill>>> =>
       Effect.suspend(() => {

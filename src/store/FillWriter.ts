@@ -2,9 +2,9 @@
  * The fill ledger's writer thread, seen from the daemon: a page of fills goes there to be stored,
  * so that the event loop reads the next page while SQLite writes this one (a backfill's pages
  * cost SQLite about as much as everything else on that path together). One thread per process,
- * with a connection per ledger file it was handed pages of; it holds the process open only while
- * a page is with it. A thread that fails or exits fails the pages it held, and the next page
- * starts a new one.
+ * started by the first page, with a connection per ledger file it was handed pages of; it holds
+ * the process open only while a page is with it. A thread that fails or exits fails the pages it
+ * held, and the next page starts a new one.
  */
 import type { Worker } from "node:worker_threads"
 import { Effect } from "effect"
@@ -70,9 +70,6 @@ const threadNow = (): Thread => {
   thread = started
   return started
 }
-
-/** Starts the thread, if it is not running: a ledger does so when it opens, so that its first page does not wait for it. */
-export const startWriter = (): void => void threadNow()
 
 /** A request before it is numbered. */
 type Unnumbered<R> = R extends unknown ? Omit<R, "id"> : never

@@ -11,13 +11,13 @@
  *
  * Mounting needs root (CI runs as root); where the mount is refused the tests skip, saying why.
  */
-import { execFileSync } from "node:child_process"
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { events, freeLoopbackPort, healthz, killAll, pollUntil, query, svcbot, type Run } from "../support/daemon.js"
 import { expectRefused } from "../support/refusals.js"
+import { fillUp, mountTmpfs as mountVolume, remount } from "../support/tmpfs.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 
 afterAll(killAll)
@@ -30,30 +30,12 @@ afterEach(async () => {
 const GRID = { id: "grid", strategy: "grid", symbol: "BTCUSDT", pollMs: 500, params: { lowerPrice: "59000", upperPrice: "61000", levels: 11, orderQty: "0.002" }, allocation: { USDT: "10000", BTC: "0.1" } }
 const MM = { id: "mm", strategy: "market-maker", symbol: "ETHUSDT", pollMs: 500, params: { halfSpreadBps: 15, orderQty: "0.05", maxInventory: "0.5", skewBps: 20, requoteBps: 5 }, allocation: { USDT: "5000", ETH: "2" } }
 
+/** A tmpfs for the test's database, unmounted after it. */
 const mountTmpfs = (size: string): string | { readonly refused: string } => {
-  const mountPoint = mkdtempSync(join(tmpdir(), "svcbot-storage-"))
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", mountPoint], { stdio: "pipe" })
-  } catch (error) {
-    return { refused: `mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}` }
-  }
-  cleanups.push(() => void execFileSync("umount", ["-l", mountPoint], { stdio: "pipe" }))
-  return mountPoint
-}
-
-const remount = (mountPoint: string, options: string): void => void execFileSync("mount", ["-o", `remount,${options}`, mountPoint], { stdio: "pipe" })
-
-/** Writes a file until the tmpfs has no room left: what trading would have done a little later. */
-const fillUp = (path: string): void => {
-  const fd = openSync(path, "w")
-  const chunk = Buffer.alloc(4096, 0x5a)
-  try {
-    for (;;) writeSync(fd, chunk)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error
-  } finally {
-    closeSync(fd)
-  }
+  const mounted = mountVolume(size)
+  if ("refused" in mounted) return mounted
+  cleanups.push(mounted.unmount)
+  return mounted.path
 }
 
 interface Setup {

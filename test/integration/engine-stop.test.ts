@@ -7,15 +7,16 @@
  * And the stop on a database that refuses writes while a placement's mark waits for it: the
  * wait ends, the placement is never sent, and the stop finishes.
  */
+import { join } from "node:path"
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { Engine } from "../../src/engine/Engine.js"
 import { STOPPING } from "../../src/engine/AccountBlock.js"
-import { Database } from "../../src/store/Database.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
+import { fillUp, mountTmpfs } from "../support/tmpfs.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 import { CapturedLog, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
 
@@ -100,12 +101,15 @@ describe("the graceful stop on a used-up rate budget", () => {
     expect(ledger).toEqual(await venueFillIds(venue))
   }, 60_000)
 
-  it("ends a mark that waits for a failing storage and finishes: the placement stays unsent, the venue never sees it", async () => {
+  it("ends a mark that waits for a failing storage and finishes: the placement stays unsent, the venue never sees it", async (context) => {
+    // The database on a volume of its own, filled up below: every writer of the file is refused, as on a real fault.
+    const mounted = mountTmpfs("64m")
+    if ("refused" in mounted) return context.skip(mounted.refused)
+    cleanups.push(mounted.unmount)
     const venue = await startVenue({ settleMs: 0 })
     cleanups.push(() => venue.close())
     await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
-    const db = tempDbPath()
-    cleanups.push(db.cleanup)
+    const db = { path: join(mounted.path, "svcbot.sqlite") }
     // A stop bound far past the test's own timeout: a stop that waited for the mark out to its bound fails the test.
     const options = testOptions(db.path, { cancelOnStop: false, stopWithinMs: 600_000, execution: { sendConcurrency: 1, markGroupSize: 1 } })
     const engine = await startEngine(venue, options, new CapturedLog(), 10_000)
@@ -117,13 +121,13 @@ describe("the graceful stop on a used-up rate budget", () => {
     await engine.run(Effect.flatMap(Engine, (e) => e.submit("s-full", [bid("f1", "50001"), bid("f2", "50002"), bid("f3", "50003")])))
     const queued = Effect.map(Effect.all([byTag("f1"), byTag("f2"), byTag("f3")]), (rows) => rows.map((o) => o!.state))
     await engine.run(eventually(Effect.map(queued, (states) => (states.join() === "submitting,submitting,intent" ? states : undefined)), "the placements to queue up"))
-    // The file refuses every write from here (SQLITE_READONLY): f3's mark, due once a sender takes f2, waits for it.
-    await engine.runtime.runPromise(Effect.flatMap(Database, (database) => Effect.sync(() => database.sqlite.pragma("query_only = ON"))))
+    // The file refuses every write from here (the disk is full): f3's mark, due once a sender takes f2, waits for it.
+    fillUp(join(mounted.path, "filler"))
     const seen = async () => ((await venue.admin("GET", `/_venue/orders?uid=${venue.uid}`)).orders as Array<unknown>).length
     await expect.poll(seen, { timeout: 15_000 }).toBe(2)
 
     const report = await engine.run(Effect.flatMap(Engine, (e) => e.stop))
-    expect(report.storage).toMatch(/read-only/)
+    expect(report.storage).toMatch(/disk full/)
     expect(report.left).toBe(true)
     expect(await seen()).toBe(2)
     expect(engine.log.events("engine.stop-incomplete")).toHaveLength(1)

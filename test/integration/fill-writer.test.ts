@@ -4,8 +4,7 @@
  * daemon's own transactions (which read before they write) are never refused while it writes,
  * and a page the storage refuses there fails as a write on the daemon's thread would.
  */
-import { execFileSync } from "node:child_process"
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
@@ -14,6 +13,7 @@ import { Decimal } from "../../src/domain/Decimal.js"
 import { Database } from "../../src/store/Database.js"
 import { FillLedger, type LedgerFill } from "../../src/store/FillLedger.js"
 import { isStorageFailure } from "../../src/store/StorageHealth.js"
+import { fillUp, mountTmpfs } from "../support/tmpfs.js"
 
 const cleanups: Array<() => void> = []
 afterEach(() => {
@@ -115,14 +115,10 @@ describe("the fill ledger's writer thread", () => {
   })
 
   it("fails a page the storage refuses as the daemon's own write would fail, and is healthy again once a page is stored", async (context) => {
-    const mountPoint = tempFolder()
-    try {
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint], { stdio: "pipe" })
-    } catch (error) {
-      context.skip(`mounting a tmpfs is refused here: ${String((error as { stderr?: unknown }).stderr ?? error).trim()}`)
-      return
-    }
-    cleanups.push(() => void execFileSync("umount", ["-l", mountPoint], { stdio: "pipe" }))
+    const mounted = mountTmpfs("8m")
+    if ("refused" in mounted) return context.skip(mounted.refused)
+    cleanups.push(mounted.unmount)
+    const mountPoint = mounted.path
     const path = join(mountPoint, "svcbot.sqlite")
     const filler = join(mountPoint, "filler")
     const seen = await run(
@@ -130,15 +126,7 @@ describe("the fill ledger's writer thread", () => {
       Effect.gen(function* () {
         const ledger = yield* FillLedger
         yield* ledger.storePage(page(0, 10), { _tag: "Complete" }, 0)
-        // What trading would have filled a little later: the volume has no room left.
-        const fd = openSync(filler, "w")
-        try {
-          for (;;) writeSync(fd, Buffer.alloc(64 * 1024, 0x5a))
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error
-        } finally {
-          closeSync(fd)
-        }
+        fillUp(filler)
         const big = (n: number) => `{"fillId":"f${n}","pad":"${"x".repeat(1000)}"}`
         const refused = yield* Effect.exit(ledger.storePage(page(100, 1000, big), { _tag: "Complete" }, 1))
         const fault = ledger.storage.fault
