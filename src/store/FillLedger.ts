@@ -1,6 +1,7 @@
 /**
  * The fills ledger and its sync state. A page of fills and the cursor progress
- * it implies are written in one transaction, so a crash between pages resumes
+ * it implies are written in one transaction (FillPages.ts, on the ledger's
+ * writer thread for a file: FillWriter.ts), so a crash between pages resumes
  * exactly where it stopped; a fill id is stored once however often it is seen.
  * A fill belongs to a strategy through the order it fills: that join is written
  * once here (`FILLS_WITH_ORDERS`), and every read of a strategy's fills goes through it.
@@ -174,9 +175,8 @@ export class FillLedger extends Effect.Service<FillLedger>()("svcbot/FillLedger"
      * A file's pages are written on the writer thread (FillWriter.ts), an in-memory database's
      * here: a connection of another thread could not see it.
      */
-    const onThisThread = path === ":memory:"
-    const writePage = onThisThread ? pageWriter(sqlite) : undefined
-    if (!onThisThread) yield* Effect.addFinalizer(() => closeOnWriter(path))
+    const writePage = path === ":memory:" ? pageWriter(sqlite) : undefined
+    if (writePage === undefined) yield* Effect.addFinalizer(() => closeOnWriter(path))
 
     const startPage = (fills: ReadonlyArray<LedgerFill>, progress: PageProgress, now: number): Effect.Effect<Effect.Effect<ReadonlyArray<LedgerFill>>> =>
       Effect.suspend(() => {
