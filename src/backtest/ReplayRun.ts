@@ -361,7 +361,7 @@ export class ReplayRun<P, S> extends Run<P, S> {
     const price = given.price ?? this.engine.price(this.symbol)
     const onTicker = this.strategy.onTicker
     if (price === undefined || onTicker === undefined) return
-    this.lastPrices.set(this.symbol, price)
+    this.lastPrices.given = price
     this.handle("onTicker", onTicker, { symbol: this.symbol, price, time: given.timeMs })
   }
 }

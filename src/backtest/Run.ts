@@ -46,6 +46,7 @@ import {
   type Handler,
   type HandlerResult
 } from "../strategy/Strategy.js"
+import { GivenPrices } from "../strategy/GivenPrices.js"
 import { type Fees, MatchingEngine, type Retention } from "../venue/Matching.js"
 import type { PairSpec } from "../venue/Orders.js"
 import type { VenueCandle } from "../venue/PricePath.js"
@@ -168,7 +169,7 @@ export class Run<P, S> {
   protected readonly view: Mutable<StrategyView<P>>
   private readonly balances = new Map<string, Balance>()
   protected readonly openOrders = new Map<string, OpenOrder>()
-  protected readonly lastPrices = new Map<string, Decimal>()
+  protected readonly lastPrices: GivenPrices
   protected readonly tracked = new Map<string, Tracked>()
   /** By clientOrderId. */
   readonly placements = new Map<string, OrderIntent>()
@@ -218,7 +219,7 @@ export class Run<P, S> {
     })
     this.engine.openAccount(UID)
     for (const [asset, amount] of Object.entries(setup.balances)) this.engine.setBalance(UID, asset, amount)
-    this.lastPrices.set(pair.symbol, firstPrice)
+    this.lastPrices = new GivenPrices(pair.symbol, firstPrice)
     const rules: PairRules = {
       symbol: pair.symbol,
       base: pair.base,
@@ -356,7 +357,7 @@ export class Run<P, S> {
   warmUp(candle: VenueCandle, closeMs: number): void {
     const onCandle = this.strategy.onCandle
     this.view.now = closeMs
-    this.lastPrices.set(this.symbol, candle.close)
+    this.lastPrices.given = candle.close
     if (onCandle === undefined) return
     try {
       this.state = onCandle(this.state, { ...candleEvent(this.symbol, this.interval, candle), warmup: true }, this.view).state
@@ -404,7 +405,7 @@ export class Run<P, S> {
     const tickerAtClose = this.tickerAtEachClose()
     this.view.now = closeMs
     // The daemon gives candles only to a strategy that handles them.
-    if (onCandle !== undefined || tickerAtClose) this.lastPrices.set(this.symbol, candle.close)
+    if (onCandle !== undefined || tickerAtClose) this.lastPrices.given = candle.close
     this.intentsThisMoment = 0
     if (this.tracked.size > 0) this.deliverOrderProgress(settled)
     if (onCandle !== undefined) this.handle("onCandle", onCandle, candleEvent(this.symbol, this.interval, candle))

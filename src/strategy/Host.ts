@@ -23,6 +23,7 @@ import { FillLedger } from "../store/FillLedger.js"
 import { OrderJournal } from "../store/OrderJournal.js"
 import { waitingOutStorage } from "../store/StorageHealth.js"
 import { ENTRIES_STOPPED, entryGate } from "./Entries.js"
+import { GivenPrices } from "./GivenPrices.js"
 import { type HostEvent, Inbox, isMomentary, missedEvents, type OutcomeEvent } from "./Inbox.js"
 import { StrategyStateStore } from "./StateStore.js"
 import {
@@ -152,21 +153,16 @@ export const runInstance = (
      * a backtest shows it: never a price polled after the event being handled, which a replay of
      * the run could not know. Other pairs as last polled.
      */
-    let givenPrice: Decimal | undefined
-    const prices = new Map<string, Decimal>()
-    const viewOf = (account: AccountView, nowMs: number): StrategyView => {
-      for (const [symbol, price] of lastPrices()) prices.set(symbol, price)
-      if (givenPrice !== undefined) prices.set(spec.symbol, givenPrice)
-      return {
-        params: spec.params,
-        symbol: spec.symbol,
-        now: nowMs,
-        balances: account.balances,
-        openOrders: account.openOrders,
-        lastPrices: prices,
-        pairs: account.pairs
-      }
-    }
+    const prices = new GivenPrices(spec.symbol, undefined, lastPrices)
+    const viewOf = (account: AccountView, nowMs: number): StrategyView => ({
+      params: spec.params,
+      symbol: spec.symbol,
+      now: nowMs,
+      balances: account.balances,
+      openOrders: account.openOrders,
+      lastPrices: prices,
+      pairs: account.pairs
+    })
 
     const stored = yield* store.load(spec.id)
     // A start resumes the instance: a pause holds until `svcbot resume` or a restart.
@@ -401,8 +397,8 @@ export const runInstance = (
             clock = undefined
             if (!(yield* owes(event))) continue
           }
-          if (event._tag === "Ticker" && event.event.symbol === spec.symbol) givenPrice = event.event.price
-          else if (event._tag === "Candle" && event.event.symbol === spec.symbol) givenPrice = event.event.close
+          if (event._tag === "Ticker" && event.event.symbol === spec.symbol) prices.given = event.event.price
+          else if (event._tag === "Candle" && event.event.symbol === spec.symbol) prices.given = event.event.close
           const step = pressure.observe(event)
           if (step?._tag === "Backoff") yield* logEvent("strategy.backoff", { strategy: spec.id, reason: step.reason, untilMs: step.untilMs })
           const pauseFor = step?._tag === "Pause" ? step.reason : undefined

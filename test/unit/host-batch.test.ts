@@ -79,11 +79,11 @@ const setup = async () => {
       }),
     accountView: (): Effect.Effect<AccountView> => Effect.succeed({ balances: new Map(), openOrders: open, pairs: new Map([["BTCUSDT", BTCUSDT]]) })
   }
-  const start = async (definition: StrategyDefinition = bidder) => {
+  const start = async (definition: StrategyDefinition = bidder, polled: ReadonlyMap<string, Decimal> = new Map()) => {
     const scope = Effect.runSync(Scope.make())
     cleanups.push(() => Effect.runPromise(Scope.close(scope, Exit.void)))
     return runtime.runPromise(
-      Scope.extend(runInstance({ id: "batch", definition, params: {}, symbol: "BTCUSDT" }, port, () => new Map(), Date.now), scope).pipe(
+      Scope.extend(runInstance({ id: "batch", definition, params: {}, symbol: "BTCUSDT" }, port, () => polled, Date.now), scope).pipe(
         Effect.provideService(StrategyStateStore, store)
       )
     )
@@ -132,5 +132,35 @@ describe("strategy host batches", () => {
     const state = await runtime.runPromise(eventually(Effect.map(stored(real), (s) => (s !== undefined && s.candles > 1 ? s : undefined)), "the candle after the resume"))
     // The two candles handled before the throw were never saved: the instance goes on from the first.
     expect(state.candles).toBe(2)
+  })
+
+  it("shows its own pair at the price of the candle it handles, and every other pair as polled when it handles it", async () => {
+    const seen = defineStrategy({
+      name: "price-reader",
+      version: "1.0.0",
+      params: Schema.Struct({}),
+      state: Schema.mutable(Schema.Struct({ candles: Schema.Number, prices: Schema.mutable(Schema.Array(Schema.String)) })),
+      init: () => ({ candles: 0, prices: [] }),
+      onCandle: (state, _event, view) => {
+        state.candles += 1
+        const listed = [...view.lastPrices].map(([symbol, price]) => `${symbol}=${price.toString()}`).join(",")
+        state.prices.push(`${view.lastPrices.get("BTCUSDT")?.toString()} ${view.lastPrices.get("ETHUSDT")?.toString()} ${view.lastPrices.size} ${listed}`)
+        return result(state)
+      }
+    })
+    // A poll that came after the candles: the instance's own pair is shown at the candle's close instead.
+    const polled = new Map([
+      ["BTCUSDT", new Decimal("61000")],
+      ["ETHUSDT", new Decimal("2000")]
+    ])
+    const { runtime, real, start } = await setup()
+    const instance = await start(seen, polled)
+    const readState = Effect.map(real.load("batch"), (row) => (row === undefined ? undefined : (JSON.parse(row.state) as { candles: number; prices: Array<string> })))
+    await runtime.runPromise(instance.deliver([{ _tag: "Candle", event: candle("50", 60_000) }]))
+    await runtime.runPromise(eventually(Effect.map(readState, (s) => (s?.candles === 1 ? s : undefined)), "the first candle saved"))
+    polled.set("ETHUSDT", new Decimal("2100"))
+    await runtime.runPromise(instance.deliver([{ _tag: "Candle", event: candle("51", 120_000) }]))
+    const state = await runtime.runPromise(eventually(Effect.map(readState, (s) => (s?.candles === 2 ? s : undefined)), "the second candle saved"))
+    expect(state.prices).toEqual(["50 2000 2 BTCUSDT=50,ETHUSDT=2000", "51 2100 2 BTCUSDT=51,ETHUSDT=2100"])
   })
 })
