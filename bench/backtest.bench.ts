@@ -88,18 +88,8 @@ for (let run = 0; run < RUNS; run++) {
 }
 
 const params = Either.getOrThrow(decodeParams(smaCrossover, "bench", { fastPeriod: 20, slowPeriod: 100, entry: "market", quoteQty: "1000" }))
-const backtestSeconds: Array<number> = []
-const backtestCpuSeconds: Array<number> = []
-const backtestMainSeconds: Array<number> = []
-let result: BacktestResult | undefined
-for (let run = 0; run < RUNS; run++) {
-  // The previous run's result is garbage before this one starts, not collected while it runs.
-  result = undefined
-  settleHeap()
-  started = process.hrtime.bigint()
-  const cpuStarted = process.cpuUsage()
-  const mainStarted = mainThreadSeconds()
-  const outcome = runBacktest({
+const backtest = () =>
+  runBacktest({
     strategy: smaCrossover,
     params,
     pair,
@@ -109,6 +99,27 @@ for (let run = 0; run < RUNS; run++) {
     candles,
     intervalMs: 60_000
   })
+const backtestSeconds: Array<number> = []
+const backtestCpuSeconds: Array<number> = []
+const backtestMainSeconds: Array<number> = []
+let result: BacktestResult | undefined
+/**
+ * The timed runs go back to back after one untimed run, as an optimiser's trials do: each pays
+ * for the garbage of the one before as the collector comes to it. Not after a forced collection
+ * each: `gc()` collects as a heap that must shrink does, which drops the hidden classes that
+ * only the last run's objects used and with them every function compiled for them (about 40
+ * functions of the run, deoptimised at each forced collection, against 3 in all over 12 runs
+ * back to back), so each run timed after one compiled the run again.
+ */
+settleHeap()
+Either.getOrThrow(backtest())
+for (let run = 0; run < RUNS; run++) {
+  // The previous run's result is garbage once this one starts, as a trial's is once it is scored.
+  result = undefined
+  started = process.hrtime.bigint()
+  const cpuStarted = process.cpuUsage()
+  const mainStarted = mainThreadSeconds()
+  const outcome = backtest()
   backtestSeconds.push(seconds(started))
   backtestCpuSeconds.push(cpuSeconds(cpuStarted))
   const mainEnded = mainThreadSeconds()

@@ -140,12 +140,6 @@ const periodReturn = (previous: number, next: number): number => (previous === 0
 export class MetricsRecorder {
   /** Equity at each close, in floating point. */
   readonly marks: Float64Array
-  /**
-   * Each mark's return on the one before (the first mark's on the initial equity). Kept, 8 bytes
-   * a candle, rather than worked out again at the end: that pass runs once, mostly before the
-   * compiler has caught up with it, where a read costs far less than a call and a division.
-   */
-  private readonly returns: Float64Array
   private count = 0
   private readonly lots: Lots
   private fills = 0
@@ -159,6 +153,8 @@ export class MetricsRecorder {
   // held undefined keeps its doubles in boxes, a new one at each write, and these are written
   // at every mark.
   private previous = 0
+  /** The equity before the first mark, which the first mark's return is taken on. */
+  private readonly initial: number
   private returnsSum = 0
   private peak = 0
   /** Series index of the peak: mark `i` is series index `i + 1`. */
@@ -170,10 +166,10 @@ export class MetricsRecorder {
   /** `candles`: how many marks the run will have. */
   constructor(private readonly start: MetricsStart, candles: number) {
     this.marks = new Float64Array(candles)
-    this.returns = new Float64Array(candles)
     this.lots = new Lots(start)
     // The series the statistics read starts with the initial equity, then has each mark.
-    this.previous = toFloat(start.initialEquity)
+    this.initial = toFloat(start.initialEquity)
+    this.previous = this.initial
     this.peak = this.previous
   }
 
@@ -200,9 +196,7 @@ export class MetricsRecorder {
     const at = this.count++
     if (at >= this.marks.length) throw new RangeError(`more marks than the ${this.marks.length} candles this recorder was made for`)
     this.marks[at] = equity
-    const r = periodReturn(this.previous, equity)
-    this.returns[at] = r
-    this.returnsSum += r
+    this.returnsSum += periodReturn(this.previous, equity)
     this.previous = equity
     if (equity >= this.peak) {
       if (this.underwater) this.longestDrawdown = Math.max(this.longestDrawdown, at + 1 - this.peakIndex)
@@ -248,16 +242,23 @@ export class MetricsRecorder {
     }
   }
 
-  /** Annualised Sharpe and Sortino of per-candle returns, risk-free rate zero, markets open all year. */
+  /**
+   * Annualised Sharpe and Sortino of per-candle returns, risk-free rate zero, markets open all year.
+   * Each return is worked out again from the marks, the same division `mark` made, rather than
+   * kept: kept, they cost 8 bytes a candle of memory fresh from the system at every run.
+   */
   private riskRatios(intervalMs: number): { sharpe: number | null; sortino: number | null } {
     const n = this.count
     if (n < 2) return { sharpe: null, sortino: null }
     const mean = this.returnsSum / n
-    const returns = this.returns
+    const marks = this.marks
     let squares = 0
     let downside = 0
+    let previous = this.initial
     for (let i = 0; i < n; i++) {
-      const r = returns[i]!
+      const mark = marks[i]!
+      const r = periodReturn(previous, mark)
+      previous = mark
       squares += (r - mean) * (r - mean)
       if (r < 0) downside += r * r
     }
