@@ -332,7 +332,7 @@ export class Run<P, S> {
    * go to the metrics, the holdings are noted when they changed, the equity at the close is marked,
    * and the close counts as in the market when the base held is worth the minimum notional.
    */
-  markClose(index: number, candle: VenueCandle): void {
+  markClose(index: number, candle: VenueCandle, close: number): void {
     const fills = this.fillLog
     while (this.fillsRecorded < fills.length) this.recorder.fill(fills[this.fillsRecorded++]!)
     if (this.holdingsReads !== this.holdingsRecorded) {
@@ -344,7 +344,7 @@ export class Run<P, S> {
       this.recorder.mark(this.quoteHeldFloat)
       return
     }
-    const position = baseFloat * toFloat(candle.close)
+    const position = baseFloat * close
     this.recorder.mark(this.quoteHeldFloat + position)
     // Fee dust left after selling a position is not a position. The float decides
     // unless it lies too near the minimum to tell; then the exact value does.
