@@ -127,7 +127,7 @@ export const EventCatalog = define({
   "storage.failed": {
     level: "error",
     meaning:
-      "a write to a database file was refused by its storage (disk full, read-only, I/O error, cannot open, permission denied), once per fault; carries path, cause and the error. New placements stop, strategies pause, cancels still go out, /healthz names the file and the cause until a write succeeds"
+      "a write to a database file was refused by its storage (disk full, read-only, I/O error, cannot open, permission denied, locked by another program), once per fault; carries path, cause and the error. New placements stop, strategies pause, cancels still go out, /healthz names the file and the cause until a write succeeds"
   },
   "storage.still-failing": { level: "warn", meaning: "a database file's writes are still refused; at most once a minute while the fault stands; carries path, cause, forMs and refusedWrites by cause" },
   "storage.recovered": { level: "info", meaning: "a database file takes writes again after storage.failed (a probe or a real write succeeded); carries path, cause and downMs. Trading resumes on its own" },

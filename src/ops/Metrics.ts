@@ -207,7 +207,7 @@ export class DaemonMetrics extends Effect.Service<DaemonMetrics>()("svcbot/Daemo
     let storages: ReadonlyArray<StorageHealth> = []
     new Counter({
       name: "svcbot_storage_refused_writes_total",
-      help: "Writes to a database file its storage refused (disk full, read-only, I/O error, cannot open, permission denied), by file and cause",
+      help: "Writes to a database file its storage refused (disk full, read-only, I/O error, cannot open, permission denied, locked), by file and cause",
       labelNames: ["database", "cause"] as const,
       registers,
       collect() {

@@ -270,12 +270,24 @@ export const openDatabase = (options: DatabaseOptions): BetterSqlite3.Database =
 /**
  * The storage health of a writable connection to `path`. Its probe sets the header's user_version
  * to the value it has (svcbot keeps no meaning in it): a one-page commit that changes nothing.
+ * The probe's writes do not wait for a lock held elsewhere: the fault is that lock.
  */
 export const storageHealthOf = (path: string, sqlite: BetterSqlite3.Database): StorageHealth =>
-  new StorageHealth(path, () => {
-    const version = sqlite.pragma("user_version", { simple: true }) as number
-    sqlite.pragma(`user_version = ${version}`)
-  })
+  new StorageHealth(
+    path,
+    () => {
+      const version = sqlite.pragma("user_version", { simple: true }) as number
+      sqlite.pragma(`user_version = ${version}`)
+    },
+    (write) => {
+      sqlite.pragma("busy_timeout = 0")
+      try {
+        return write()
+      } finally {
+        sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+      }
+    }
+  )
 
 export class Database extends Effect.Service<Database>()("svcbot/Database", {
   scoped: (options: DatabaseOptions) =>

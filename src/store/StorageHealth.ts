@@ -2,8 +2,9 @@
  * Storage health: whether svcbot can write one of its SQLite files. Every writer of the
  * file (the order journal, the fill ledger, strategy states, paper evidence, budget weights,
  * pair rules) runs its writes through `guard`, which tells a write the storage refused (a
- * full disk, a read-only mount, an I/O error, a file it cannot open or may not write) from
- * any other failure by SQLite's error code, here and nowhere else.
+ * full disk, a read-only mount, an I/O error, a file it cannot open or may not write, a write
+ * lock another program holds) from any other failure by SQLite's error code, here and nowhere
+ * else.
  *
  * A refused write turns the file's health failing at once: `/healthz` names the file and the
  * cause, strategies pause, and the refused write is thrown as a `StorageFailure`, which the
@@ -16,7 +17,7 @@ import { Effect, Option, Schedule, type Scope } from "effect"
 import { logEvent } from "../log/Logger.js"
 
 /** What the storage refused a write for, in the operator's words. */
-export type StorageCause = "disk full" | "read-only" | "I/O error" | "cannot open" | "permission denied"
+export type StorageCause = "disk full" | "read-only" | "I/O error" | "cannot open" | "permission denied" | "locked"
 
 const codeOf = (error: unknown): string => String((error as { code?: unknown } | null)?.code ?? "")
 
@@ -30,6 +31,8 @@ export const storageCauseOf = (error: unknown): StorageCause | undefined => {
   if (code.startsWith("SQLITE_IOERR")) return "I/O error"
   if (code.startsWith("SQLITE_CANTOPEN")) return "cannot open"
   if (code === "SQLITE_PERM") return "permission denied"
+  // Another program (a shell, a backup) held the write lock for longer than a statement waits for it.
+  if (code.startsWith("SQLITE_BUSY")) return "locked"
   return undefined
 }
 
@@ -73,10 +76,15 @@ export class StorageHealth {
   private readonly writable = Effect.unsafeMakeLatch(true)
   private readonly retries: Array<() => void> = []
 
-  /** `probe` writes next to nothing to learn whether the file takes writes again. */
+  /**
+   * `probe` writes next to nothing to learn whether the file takes writes again; `withoutWaiting`
+   * runs the probe's writes so that a lock held elsewhere refuses them at once, rather than after
+   * the wait for it that every other statement makes, which would hold up the daemon each second.
+   */
   constructor(
     readonly path: string,
-    private readonly probe: () => void
+    private readonly probe: () => void,
+    private readonly withoutWaiting: <A>(write: () => A) => A = (write) => write()
   ) {}
 
   /** Runs a write; a refusal by the storage is noted and thrown as a `StorageFailure`, a success ends a fault. */
@@ -137,10 +145,12 @@ export class StorageHealth {
   /** One try at writing again: what writers kept in memory, then the probe. A retry throws nothing but a refusal. */
   private tryWrite = (): void => {
     try {
-      this.guard(() => {
-        for (const retry of this.retries) retry()
-        this.probe()
-      })
+      this.guard(() =>
+        this.withoutWaiting(() => {
+          for (const retry of this.retries) retry()
+          this.probe()
+        })
+      )
     } catch (error) {
       // Still refused: the fault stands.
       if (!isStorageFailure(error)) throw error

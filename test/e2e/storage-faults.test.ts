@@ -8,9 +8,12 @@
  * the open orders from memory and exits 0. Figures printed: lines logged per minute while the
  * disk is full, seconds to not ready, seconds to ready once space returns. A start on a disk
  * already full is refused with exit 2, naming the disk and the room it needs, and writes nothing.
+ * Another program holding the database's write lock for longer than a statement waits for it is
+ * met the same way, as `locked`, until it lets go.
  *
  * Mounting needs root (CI runs as root); where the mount is refused the tests skip, saying why.
  */
+import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -206,6 +209,31 @@ describe("svcbot run on a disk that fails under it", () => {
     remount(mounted, "rw")
     const writable = await expectRecovered(s, Date.now())
     console.log(`writable again: ready after ${writable.secondsToReady.toFixed(2)} s, ledger equal to the venue's ${writable.fills} fills`)
+    s.run.child.kill("SIGTERM")
+    expect(await s.run.exit).toBe(0)
+  }, 300_000)
+
+  it("another program holding the database's write lock past the busy timeout: stops placing and says so, resumes once it lets go", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svcbot-storage-lock-"))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const s = await start(dir)
+    // Another program (an operator's shell, a backup) takes the write lock and sits on it,
+    // long enough for the fault to be seen (a statement waits 5 s for the lock) and watched for 10 s.
+    const holdMs = 30_000
+    const holder = spawn(process.execPath, [
+      "-e",
+      `const db = new (require("better-sqlite3"))(${JSON.stringify(s.dbPath)}); db.exec("BEGIN IMMEDIATE"); process.stdout.write("locked\\n"); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${holdMs}); db.exec("COMMIT"); db.close()`
+    ], { cwd: process.cwd(), stdio: ["ignore", "pipe", "inherit"] })
+    const released = new Promise<void>((done) => holder.on("exit", () => done()))
+    cleanups.push(() => void holder.kill())
+    await new Promise<void>((done) => holder.stdout.once("data", () => done()))
+    const lockedAt = Date.now()
+    const locked = await expectStoppedSafely(s, /locked/, lockedAt, 10_000)
+    console.log(`write lock held elsewhere: not ready after ${locked.secondsToNotReady.toFixed(2)} s, ${locked.linesPerMinute.toFixed(0)} lines per minute; reasons: ${JSON.stringify(locked.reasons)}`)
+    await released
+    const free = await expectRecovered(s, Date.now())
+    console.log(`lock let go: ready after ${free.secondsToReady.toFixed(2)} s, ledger equal to the venue's ${free.fills} fills`)
+    expect(events(s.run).filter((e) => e.event === "engine.loop-failed"), "a lock held elsewhere is the storage's fault, not a bug of a loop").toEqual([])
     s.run.child.kill("SIGTERM")
     expect(await s.run.exit).toBe(0)
   }, 300_000)
