@@ -36,6 +36,7 @@ import type { PlacementBlock } from "./EngineBus.js"
 import { OrderMoves } from "./OrderMoves.js"
 import { makeSequence, type Place } from "./Sequence.js"
 import { EngineSettings } from "./Settings.js"
+import { supervised } from "./Supervised.js"
 import { Turns } from "./Turns.js"
 
 const WITHDRAWN = "withdrawn: the engine stopped before this placement was sent"
@@ -111,9 +112,16 @@ const RECORD_WITHIN_MS = 5
  * `gathered` waits until one is. The window is a plain timer, armed by a group's first answer:
  * a race against a sleep would fork two fibers per group.
  */
+/** What the service answered to one placement, and when. */
+interface Answer {
+  readonly order: OrderRow
+  readonly outcome: Outcome
+  readonly at: number
+}
+
 const makeAnswers = (groupSize: number) =>
   Effect.map(Effect.makeLatch(false), (ready) => {
-    let waiting: Array<{ readonly order: OrderRow; readonly outcome: Outcome; readonly at: number }> = []
+    let waiting: Array<Answer> = []
     let onWire = 0
     let window: ReturnType<typeof setTimeout> | undefined
     return {
@@ -313,16 +321,17 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
         now
       ))
       if (Exit.isFailure(moved)) {
-        // The stop ended a mark that waited for a failing storage: the group stays `intent`, never sent,
-        // for the stop to withdraw with the rest. Anything else is a defect of the marker's own.
-        if (!Option.exists(Cause.dieOption(moved.cause), isStorageFailure)) return yield* Effect.failCause(moved.cause)
+        // The group stays `intent`, never sent: the stop withdraws it with the rest, or the next start
+        // sends it. The stop ends so a mark that waited for a failing storage; anything else is a
+        // defect of the marker's own, which its supervision tells of before it marks the next group.
         markedWaiting -= group.length
         outstanding.done(group.length)
+        if (!Option.exists(Cause.dieOption(moved.cause), isStorageFailure)) return yield* Effect.failCause(moved.cause)
         return
       }
       yield* FiberSet.run(handOvers, Effect.uninterruptible(handOver(group, moved.value, now, markOrder.take())))
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(marking.withPermits(1)(markNextGroup)))))
+    yield* Effect.forkScoped(supervised("marker", Effect.forever(Effect.zipRight(Queue.take(markerWake), Effect.uninterruptible(marking.withPermits(1)(markNextGroup))))))
 
     /** The move that records what the service answered to a placement, and the block its refusal tells of, if any. */
     const moveOfAnswer = (order: OrderRow, outcome: Outcome, at: number): { readonly move: Move; readonly block?: PlacementBlock | undefined } => {
@@ -342,42 +351,47 @@ export class Sender extends Effect.Service<Sender>()("svcbot/Sender", {
       return { move: { orderId, event: "refuse", patch: { code }, detail: error.message }, block: blockOf(error) }
     }
 
+    /** One group of answers, recorded in one commit. */
+    const record = (group: ReadonlyArray<Answer>) =>
+      Effect.gen(function* () {
+        const recorded: Array<Move> = []
+        // In the order they came: an acceptance shows that a block was resolved, a refusal may tell of a new one.
+        let block = yield* accountBlock.current
+        for (const { order, outcome, at } of group) {
+          const answer = moveOfAnswer(order, outcome, at)
+          recorded.push(answer.move)
+          if (answer.move.event === "accept" && block !== undefined && block.code !== STOPPING) {
+            block = undefined
+            yield* accountBlock.lifted
+          } else if (answer.block !== undefined) {
+            block = answer.block
+            yield* accountBlock.noted(answer.block)
+          }
+        }
+        // A write that fails (a full disk) must not stop the recording of later answers.
+        const written = yield* Effect.exit(moves.moveMany(recorded))
+        if (Exit.isSuccess(written)) {
+          // Its cancel was asked for while the placement was on the wire: the order has a name to cancel by now.
+          for (const row of written.value) if (row?.state === "accepted" && row.cancelRequested) yield* cancels.sendInBackground(row)
+        } else {
+          yield* logEvent("reconcile.mismatch", {
+            problem: `the answers to ${group.length} placements could not be written to the journal: they stay submitting until the next start reconciles them`,
+            detail: Cause.pretty(written.cause)
+          })
+        }
+      })
     /**
      * Records the answers that came since the last time in one commit. An acceptance needs no
      * sync (a power loss that drops it leaves the order `submitting`, found again by
      * reconciliation), so a commit per answer would only cost time.
      */
-    const recordAnswers = Effect.gen(function* () {
+    const recordAnswers = Effect.suspend(() => {
       const group = answers.takeAll()
-      if (group.length === 0) return
-      const recorded: Array<Move> = []
-      // In the order they came: an acceptance shows that a block was resolved, a refusal may tell of a new one.
-      let block = yield* accountBlock.current
-      for (const { order, outcome, at } of group) {
-        const answer = moveOfAnswer(order, outcome, at)
-        recorded.push(answer.move)
-        if (answer.move.event === "accept" && block !== undefined && block.code !== STOPPING) {
-          block = undefined
-          yield* accountBlock.lifted
-        } else if (answer.block !== undefined) {
-          block = answer.block
-          yield* accountBlock.noted(answer.block)
-        }
-      }
-      // A write that fails (a full disk) must not stop the recording of later answers.
-      const written = yield* Effect.exit(moves.moveMany(recorded))
-      if (Exit.isSuccess(written)) {
-        // Its cancel was asked for while the placement was on the wire: the order has a name to cancel by now.
-        for (const row of written.value) if (row?.state === "accepted" && row.cancelRequested) yield* cancels.sendInBackground(row)
-      } else {
-        yield* logEvent("reconcile.mismatch", {
-          problem: `the answers to ${group.length} placements could not be written to the journal: they stay submitting until the next start reconciles them`,
-          detail: Cause.pretty(written.cause)
-        })
-      }
-      outstanding.done(group.length)
+      if (group.length === 0) return Effect.void
+      // Answered, recorded or not: a defect while recording them must not leave the stop waiting for them.
+      return Effect.ensuring(record(group), Effect.sync(() => outstanding.done(group.length)))
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(answers.gathered, Effect.uninterruptible(recordAnswers))))
+    yield* Effect.forkScoped(supervised("answer recorder", Effect.forever(Effect.zipRight(answers.gathered, Effect.uninterruptible(recordAnswers)))))
 
     /** Sends the placement whose turn it is, once, and leaves its answer to be recorded. */
     const sendTurn = Effect.suspend(() => {

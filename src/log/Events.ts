@@ -24,7 +24,7 @@ export const EventCatalog = define({
   },
   "engine.loop-failed": {
     level: "error",
-    meaning: "a background loop of the engine (tracker, fill sync, reconcile) ended in a defect, a bug: its cause is in detail, and the loop starts again after restartInMs"
+    meaning: "a background loop of the engine (tracker, fill sync, reconcile, the sender's marker or answer recorder) ended in a defect, a bug: its cause is in detail, and the loop starts again after restartInMs"
   },
   "engine.stop-incomplete": {
     level: "warn",

@@ -6,7 +6,7 @@
 import { it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
 import { describe, expect } from "vitest"
-import { supervised } from "../../src/engine/Engine.js"
+import { supervised } from "../../src/engine/Supervised.js"
 import * as Log from "../../src/log/Logger.js"
 import { CapturedLog } from "../integration/engine-harness.js"
 
