@@ -29,9 +29,9 @@ export const awaitIdle = (): void => {
  *   scavenges instead of 5, a quarter of its time, which no backtest outside the bench pays.
  * - `gc()` returns while the collector's threads still sweep the half-gigabyte tape heap, for a few
  *   hundred milliseconds: timed at once, the bare loop read the tape at a third of its speed.
- * - It drops code V8 optimised for objects that died, so what runs after it runs cold: right for
- *   sections that each build a heap of their own (a backtest's tape and trades), not for a
- *   daemon's steady work, where `awaitIdle` alone is the settled state.
+ * - It drops code V8 optimised for objects that died, so what runs after it runs cold: the
+ *   backtest bench times its runs back to back for that reason, and a daemon's steady work is
+ *   settled by `awaitIdle` alone.
  */
 export const settleHeap = (): void => {
   ;(globalThis as { gc?: (options: { type: "major"; execution: "sync" }) => void }).gc?.({ type: "major", execution: "sync" })

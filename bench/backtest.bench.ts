@@ -2,7 +2,8 @@
  * Backtest throughput: sma-crossover over the venue's synthetic one-minute tape,
  * on one core, against a bare loop that only reads the same candles, both timed
  * in this run, each the median of RUNS runs (the first pays for compiling the loop,
- * a moment of load stretches one, the median is neither). Goal: at least 3,000,000
+ * a moment of load stretches one, the median is neither; the backtest's run back to
+ * back after an untimed one, see below). Goal: at least 3,000,000
  * candles per second; the figure `throughput` is the median rate over that goal, and
  * `ratioToBare` the median rate over the bare loop's.
  *

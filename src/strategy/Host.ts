@@ -387,6 +387,7 @@ export const runInstance = (
         // The clock, read once for the events handled back to back and again after any step that may
         // wait (a read, a write): a clock read per event cost a sixth of the host's time per candle.
         let clock: number | undefined
+        let view: StrategyView | undefined
         let handled = false
         for (let i = 0; i < events.length; i++) {
           const event = events[i]!
@@ -406,8 +407,13 @@ export const runInstance = (
             account = yield* port.accountView(spec.id)
             clock = undefined
           }
-          clock ??= now()
-          const view = viewOf(account, clock)
+          // Every new account view comes with a new clock reading: the view is made again only then.
+          // The events handled in between see the same fields, and a view each would only be garbage.
+          if (clock === undefined) {
+            clock = now()
+            view = undefined
+          }
+          view ??= viewOf(account, clock)
           let outcome: HandlerResult<unknown> | undefined
           try {
             outcome = dispatch(definition, state, event, view)
