@@ -2,7 +2,7 @@
  * The strategy runtime, two figures, each against a baseline timed in this run:
  *
  * 1. Host throughput: sma-crossover's onCandle driven through the strategy host
- *    (`runInstance`: its queue, a fresh view per event, the state serialized and
+ *    (`runInstance`: its queue, its views of the account, the state serialized and
  *    saved to a real SQLite file once per batch of events taken from the queue,
  *    with the intents emitted) against a bare loop calling the same handler on the
  *    same candles. The trading port only records intents, so no venue or engine
