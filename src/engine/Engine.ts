@@ -5,7 +5,7 @@
  * disagrees with the service; the tracker, fill sync and periodic reconcile run
  * as scoped fibers, and closing the scope shuts down gracefully.
  */
-import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Option, type Scope, type Stream } from "effect"
+import { Clock, Effect, Fiber, FiberSet, Layer, Option, type Scope, type Stream } from "effect"
 import { existsSync } from "node:fs"
 import type { Decimal } from "../domain/Decimal.js"
 import type { Intent } from "../domain/Intent.js"

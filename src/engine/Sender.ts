@@ -105,13 +105,6 @@ const makeOutstanding = Effect.map(Effect.makeLatch(true), (idle) => {
  */
 const RECORD_WITHIN_MS = 5
 
-/**
- * What the service answered to placements, waiting to be recorded together. A group is ready
- * once it holds `groupSize` answers (as many as can be marked ahead), no placement is left on the
- * wire (no answer is coming to join it) or RECORD_WITHIN_MS have passed since its first answer;
- * `gathered` waits until one is. The window is a plain timer, armed by a group's first answer:
- * a race against a sleep would fork two fibers per group.
- */
 /** What the service answered to one placement, and when. */
 interface Answer {
   readonly order: OrderRow
@@ -119,6 +112,13 @@ interface Answer {
   readonly at: number
 }
 
+/**
+ * What the service answered to placements, waiting to be recorded together. A group is ready
+ * once it holds `groupSize` answers (as many as can be marked ahead), no placement is left on the
+ * wire (no answer is coming to join it) or RECORD_WITHIN_MS have passed since its first answer;
+ * `gathered` waits until one is. The window is a plain timer, armed by a group's first answer:
+ * a race against a sleep would fork two fibers per group.
+ */
 const makeAnswers = (groupSize: number) =>
   Effect.map(Effect.makeLatch(false), (ready) => {
     let waiting: Array<Answer> = []
