@@ -142,10 +142,15 @@ const checkRoom = (path: string): void => {
  * The refusal for an open or a migration that the storage failed (a disk that filled since
  * `checkRoom`, an I/O error), in place of SQLite's error; undefined for any other failure.
  */
+/** A file whose lock another process held for longer than a statement waits for it. */
+const lockedElsewhere = (path: string): DatabaseRefused =>
+  new DatabaseRefused({ path, problem: "is locked by another process", fix: "stop the process that holds it, or point the config at another file" })
+
 const refusedByStorage = (path: string, error: unknown): DatabaseRefused | undefined => {
   const cause = storageCauseOf(error)
   if (cause === undefined) return undefined
   if (cause === "disk full") return fullDisk(path)
+  if (cause === "locked") return lockedElsewhere(path)
   return new DatabaseRefused({
     path,
     problem: `cannot be written (${cause}: ${error instanceof Error ? error.message : String(error)})`,
@@ -175,9 +180,7 @@ const checkContents = (path: string, migrationsDir: string): void => {
   } catch (error) {
     if (error instanceof DatabaseRefused || error instanceof DatabaseFromNewerVersion || error instanceof MigrationFailed) throw error
     const code = errorCode(error)
-    if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
-      throw new DatabaseRefused({ path, problem: "is locked by another process", fix: "stop the process that holds it, or point the config at another file" })
-    }
+    if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) throw lockedElsewhere(path)
     if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") throw damaged(error instanceof Error ? error.message : code)
     // A reader of a WAL database makes its index beside it: on a full disk that is what fails.
     if (storageCauseOf(error) === "disk full") throw fullDisk(path)

@@ -1,9 +1,10 @@
 /**
  * `svcbot run` refuses, with exit code 2, one line naming the file, the cause and the fix, and
- * the file's bytes unchanged, a database it must not use: one another `svcbot run` holds, one it
- * cannot write (mode bits for a user, a read-only mount for root), a folder in its place, one on a
- * volume with no room for its files, a damaged one and one written by a newer svcbot. The evidence store and the optimiser's results store are refused alike. A run
- * killed with SIGKILL leaves no lock behind. The WAL stays bounded.
+ * the file's bytes unchanged, a database it must not use: one another `svcbot run` holds, one
+ * whose write lock another program holds, one it cannot write (mode bits for a user, a read-only
+ * mount for root), a folder in its place, one on a volume with no room for its files, a damaged
+ * one and one written by a newer svcbot. The evidence store and the optimiser's results store
+ * are refused alike. A run killed with SIGKILL leaves no lock behind. The WAL stays bounded.
  */
 import { execFileSync, spawn } from "node:child_process"
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from "node:fs"
@@ -142,6 +143,25 @@ describe("svcbot run on a database it must not use", () => {
       expect(readFileSync(dbPath).equals(before)).toBe(true)
     })
   })
+
+  it("a file another program holds the write lock of is refused naming it, unchanged", async () => {
+    const dir = newDir("locked")
+    const dbPath = join(dir, "svcbot.db")
+    // An operator's shell that made the file and left a transaction open on it.
+    const holder = spawn(
+      process.execPath,
+      ["-e", `const db = new (require("better-sqlite3"))(${JSON.stringify(dbPath)}); db.exec("BEGIN IMMEDIATE"); process.stdout.write("locked\\n"); setTimeout(() => {}, 60_000)`],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] }
+    )
+    try {
+      await new Promise<void>((done) => holder.stdout!.once("data", () => done()))
+      const before = readFileSync(dbPath)
+      await expectRefused(svcbot(["run", "--config", configFor(dir, dbPath)]), dbPath, /is locked by another process.*stop the process that holds it/)
+      expect(readFileSync(dbPath).equals(before), "the file after the refused start").toBe(true)
+    } finally {
+      holder.kill()
+    }
+  }, 60_000)
 
   it("a folder where the file should be is refused, naming a file to use in it", async () => {
     const dir = newDir("folder")
