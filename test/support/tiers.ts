@@ -44,7 +44,7 @@ export const tierFiles = (tier: Tier): { readonly include: Array<string>; readon
  */
 export const tierConfig = (
   tier: Tier,
-  options: { readonly maxWorkers: number; readonly isolate: boolean; readonly longestFirst?: ReadonlyArray<string> }
+  options: { readonly maxWorkers: number; readonly isolate: boolean; readonly longestFirst?: ReadonlyArray<string>; readonly globalSetup?: ReadonlyArray<string> }
 ): ViteUserConfig =>
   defineConfig({
     test: {
@@ -56,6 +56,7 @@ export const tierConfig = (
       maxWorkers: options.maxWorkers,
       minWorkers: 1,
       reporters: ["default"],
+      ...(options.globalSetup === undefined ? {} : { globalSetup: [...options.globalSetup] }),
       ...(options.longestFirst === undefined ? {} : { sequence: { sequencer: longestFirst(options.longestFirst) } })
     }
   })
