@@ -4,7 +4,19 @@
  * statistics over the equity marks and are computed in floating point: they are
  * estimates by nature and a float's 15 digits are plenty.
  */
-import { compare, Decimal, fromString, minus, plus, proRata, sign, toBounds, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
+import { Decimal, fromString, toBounds, toFloat, toJsonNumber, ZERO } from "../domain/Decimal.js"
+import {
+  EXACT_ZERO,
+  type Exact,
+  exactCompare,
+  exactDiv,
+  exactMinus,
+  exactOf,
+  exactPlus,
+  exactSign,
+  exactTimes,
+  toDecimal
+} from "../domain/Exact.js"
 import type { FillEvent } from "../strategy/Strategy.js"
 
 /** A fill of a run: what the strategy heard (`FillEvent`) and the venue's id of its order. */
@@ -66,8 +78,8 @@ export interface Metrics {
 const YEAR_MS = 365 * 24 * 60 * 60 * 1000
 
 interface Lot {
-  qty: Decimal
-  cost: Decimal
+  qty: Exact
+  cost: Exact
 }
 
 /** What the account holds before its first fill, and in which assets fees are paid. */
@@ -81,39 +93,42 @@ class Lots {
   private readonly lots: Array<Lot> = []
 
   constructor(private readonly start: MetricsStart) {
-    if (sign(start.initialBase) > 0) this.lots.push({ qty: start.initialBase, cost: start.initialBase.mul(start.initialPrice) })
+    const base = exactOf(start.initialBase)
+    if (exactSign(base) > 0) this.lots.push({ qty: base, cost: exactTimes(base, exactOf(start.initialPrice)) })
   }
 
-  /** Books a fill; for a sell, answers its realised PnL, fees included. */
-  take(fill: MetricsFill): Decimal | undefined {
+  /**
+   * Books a fill; for a sell, answers its realised PnL, fees included. In whole-number arithmetic
+   * (`Exact`), which answers what decimal.js would: a lot sold in part keeps a share of its cost
+   * worked out to 64 digits, and every sum after it carries them.
+   */
+  take(fill: MetricsFill, quoteQty: Exact, fee: Exact): Exact | undefined {
     const lots = this.lots
-    const baseFee = fill.feeAsset === this.start.baseAsset ? fill.fee : ZERO
-    const quoteFee = fill.feeAsset === this.start.quoteAsset ? fill.fee : ZERO
+    const baseFee = fill.feeAsset === this.start.baseAsset ? fee : EXACT_ZERO
+    const quoteFee = fill.feeAsset === this.start.quoteAsset ? fee : EXACT_ZERO
     if (fill.side === "buy") {
-      lots.push({ qty: minus(fill.baseQty, baseFee), cost: plus(fill.quoteQty, quoteFee) })
+      lots.push({ qty: exactMinus(exactOf(fill.baseQty), baseFee), cost: exactPlus(quoteQty, quoteFee) })
       return undefined
     }
-    let remaining = plus(fill.baseQty, baseFee)
-    // Zero plus the first lot's cost is that cost: the sum starts there.
-    let costBasis: Decimal | undefined
-    while (sign(remaining) > 0 && lots.length > 0) {
+    let remaining = exactPlus(exactOf(fill.baseQty), baseFee)
+    let costBasis = EXACT_ZERO
+    while (exactSign(remaining) > 0 && lots.length > 0) {
       const lot = lots[0]!
-      let taken: Decimal
-      if (compare(lot.qty, remaining) <= 0) {
-        taken = lot.cost
-        remaining = remaining.minus(lot.qty)
+      if (exactCompare(lot.qty, remaining) <= 0) {
+        costBasis = exactPlus(costBasis, lot.cost)
+        remaining = exactMinus(remaining, lot.qty)
         lots.shift()
       } else {
-        taken = proRata(lot.cost, remaining, lot.qty)
-        lot.cost = lot.cost.minus(taken)
-        lot.qty = lot.qty.minus(remaining)
-        remaining = ZERO
+        const taken = exactDiv(exactTimes(lot.cost, remaining), lot.qty)
+        costBasis = exactPlus(costBasis, taken)
+        lot.cost = exactMinus(lot.cost, taken)
+        lot.qty = exactMinus(lot.qty, remaining)
+        remaining = EXACT_ZERO
       }
-      costBasis = costBasis === undefined ? plus(taken, ZERO) : costBasis.plus(taken)
     }
     // Base that no lot accounts for (e.g. a deposit) is taken at the fill price: no gain, no loss.
-    if (sign(remaining) > 0) costBasis = (costBasis ?? ZERO).plus(remaining.mul(fill.price))
-    return minus(fill.quoteQty, quoteFee).minus(costBasis ?? ZERO)
+    if (exactSign(remaining) > 0) costBasis = exactPlus(costBasis, exactTimes(remaining, exactOf(fill.price)))
+    return exactMinus(exactMinus(quoteQty, quoteFee), costBasis)
   }
 }
 
@@ -122,13 +137,40 @@ export const closedTradePnls = (input: MetricsInput): ReadonlyArray<Decimal> => 
   const lots = new Lots(input)
   const pnls: Array<Decimal> = []
   for (const fill of input.fills) {
-    const pnl = lots.take(fill)
-    if (pnl !== undefined) pnls.push(pnl)
+    const pnl = lots.take(fill, exactOf(fill.quoteQty), exactOf(fill.fee))
+    if (pnl !== undefined) pnls.push(toDecimal(pnl))
   }
   return pnls
 }
 
 const periodReturn = (previous: number, next: number): number => (previous === 0 ? 0 : next / previous - 1)
+
+/** Marks per call of `addDeviations`. */
+const DEVIATION_CHUNK = 8192
+
+/**
+ * Adds the returns of marks `from` to `to` to `sums`: [squared deviations from `mean`, squared
+ * downside returns, the mark before `from`, which becomes the mark before `to`]. Called once per
+ * chunk of marks rather than looping over all of them: a loop run once per run is compiled in the
+ * middle of the loop and thrown away when the code after it runs, at every run, while a function
+ * called a hundred times per run is compiled once and kept. The sums are the same, added in the
+ * same order.
+ */
+const addDeviations = (marks: Float64Array, from: number, to: number, mean: number, sums: Float64Array): void => {
+  let squares = sums[0]!
+  let downside = sums[1]!
+  let previous = sums[2]!
+  for (let i = from; i < to; i++) {
+    const mark = marks[i]!
+    const r = periodReturn(previous, mark)
+    previous = mark
+    squares += (r - mean) * (r - mean)
+    if (r < 0) downside += r * r
+  }
+  sums[0] = squares
+  sums[1] = downside
+  sums[2] = previous
+}
 
 /**
  * A run's metrics gathered as the run goes: each fill when it happens, the equity at each close.
@@ -145,10 +187,11 @@ export class MetricsRecorder {
   private fills = 0
   private trades = 0
   private wins = 0
-  private grossProfit = ZERO
-  private grossLoss = ZERO
-  private feesPaid = ZERO
-  private turnover = ZERO
+  // Exact sums (see `Lots`), made Decimals once, at the end.
+  private grossProfit = EXACT_ZERO
+  private grossLoss = EXACT_ZERO
+  private feesPaid = EXACT_ZERO
+  private turnover = EXACT_ZERO
   // Given a number here, not left undefined until the constructor sets them: a field that has
   // held undefined keeps its doubles in boxes, a new one at each write, and these are written
   // at every mark.
@@ -175,20 +218,21 @@ export class MetricsRecorder {
 
   fill(fill: MetricsFill): void {
     this.fills++
-    const pnl = this.lots.take(fill)
+    const quoteQty = exactOf(fill.quoteQty)
+    const fee = exactOf(fill.fee)
+    const pnl = this.lots.take(fill, quoteQty, fee)
     if (pnl !== undefined) {
       this.trades++
-      if (sign(pnl) > 0) {
+      if (exactSign(pnl) > 0) {
         this.wins++
-        this.grossProfit = this.grossProfit.plus(pnl)
+        this.grossProfit = exactPlus(this.grossProfit, pnl)
       } else {
-        // Less a loss is plus its size, without the copy `negated` makes.
-        this.grossLoss = this.grossLoss.minus(pnl)
+        this.grossLoss = exactMinus(this.grossLoss, pnl)
       }
     }
-    this.turnover = this.turnover.plus(fill.quoteQty)
-    if (fill.feeAsset === this.start.quoteAsset) this.feesPaid = this.feesPaid.plus(fill.fee)
-    else if (fill.feeAsset === this.start.baseAsset) this.feesPaid = this.feesPaid.plus(fill.fee.mul(fill.price))
+    this.turnover = exactPlus(this.turnover, quoteQty)
+    if (fill.feeAsset === this.start.quoteAsset) this.feesPaid = exactPlus(this.feesPaid, fee)
+    else if (fill.feeAsset === this.start.baseAsset) this.feesPaid = exactPlus(this.feesPaid, exactTimes(fee, exactOf(fill.price)))
   }
 
   /** The equity at the next close. */
@@ -219,6 +263,7 @@ export class MetricsRecorder {
     const annualised = durationMs > 0 && growth >= 0 ? (Math.pow(growth, YEAR_MS / durationMs) - 1) * 100 : Number.NaN
     // Still below the peak when the data ends: the drawdown lasted at least until then.
     const longestDrawdown = this.underwater ? Math.max(this.longestDrawdown, candles - this.peakIndex) : this.longestDrawdown
+    const turnover = toDecimal(this.turnover)
     return {
       candles,
       fromMs: end.fromMs,
@@ -234,11 +279,11 @@ export class MetricsRecorder {
       fills: this.fills,
       trades: this.trades,
       winRatePct: this.trades > 0 ? (this.wins / this.trades) * 100 : null,
-      profitFactor: this.grossLoss.gt(0) ? this.grossProfit.div(this.grossLoss).toNumber() : null,
+      profitFactor: exactSign(this.grossLoss) > 0 ? toDecimal(this.grossProfit).div(toDecimal(this.grossLoss)).toNumber() : null,
       exposurePct: candles > 0 ? (end.inMarketCandles / candles) * 100 : 0,
-      feesPaid: this.feesPaid,
-      turnover: this.turnover,
-      turnoverRatio: initialEquity.gt(0) ? this.turnover.div(initialEquity).toNumber() : null
+      feesPaid: toDecimal(this.feesPaid),
+      turnover,
+      turnoverRatio: initialEquity.gt(0) ? turnover.div(initialEquity).toNumber() : null
     }
   }
 
@@ -251,17 +296,10 @@ export class MetricsRecorder {
     const n = this.count
     if (n < 2) return { sharpe: null, sortino: null }
     const mean = this.returnsSum / n
-    const marks = this.marks
-    let squares = 0
-    let downside = 0
-    let previous = this.initial
-    for (let i = 0; i < n; i++) {
-      const mark = marks[i]!
-      const r = periodReturn(previous, mark)
-      previous = mark
-      squares += (r - mean) * (r - mean)
-      if (r < 0) downside += r * r
-    }
+    const sums = new Float64Array([0, 0, this.initial])
+    for (let from = 0; from < n; from += DEVIATION_CHUNK) addDeviations(this.marks, from, Math.min(n, from + DEVIATION_CHUNK), mean, sums)
+    const squares = sums[0]!
+    const downside = sums[1]!
     const stdev = Math.sqrt(squares / (n - 1))
     const downsideDeviation = Math.sqrt(downside / n)
     const scale = Math.sqrt(YEAR_MS / intervalMs)

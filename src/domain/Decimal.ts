@@ -207,10 +207,9 @@ export const compare = (a: Decimal, b: Decimal): number => {
 export const min = (a: Decimal, b: Decimal): Decimal => (compare(b, a) < 0 ? b : a)
 
 /**
- * Whether decimal.js's `amount.plus(other)` or `amount.minus(other)` is `amount` itself: with
- * `other` zero it answers a copy of `amount` rounded to the precision, which is the same value
- * when its significant digits fit the precision. Most fees are paid in the other asset, and the
- * cost of a lot taken in part has all 64 digits of its division: the limbs (7 digits each)
+ * Whether decimal.js's `amount.plus(other)` is `amount` itself: with `other` zero it answers a
+ * copy of `amount` rounded to the precision, which is the same value when its significant digits
+ * fit the precision. An asset with nothing locked is the common case; the limbs (7 digits each)
  * answer most cases, the digits themselves the rest.
  */
 const unchangedBy = (amount: Decimal, other: Decimal): boolean =>
@@ -218,35 +217,6 @@ const unchangedBy = (amount: Decimal, other: Decimal): boolean =>
 
 /** `amount.plus(other)`, answering `amount` itself when that is the sum (no copy to allocate). */
 export const plus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.plus(other))
-
-/** `amount.minus(other)`, answering `amount` itself when that is the difference. */
-export const minus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.minus(other))
-
-const powersOfTen = new Map<number, Decimal>()
-
-const tenToThe = (exponent: number): Decimal => {
-  let power = powersOfTen.get(exponent)
-  if (power === undefined) powersOfTen.set(exponent, (power = new Decimal(`1e${exponent}`)))
-  return power
-}
-
-/** decimal.js keeps 7 digits a limb: an integer of at most 7 digits is one limb. */
-const ONE_LIMB_DIGITS = 7
-
-/**
- * `amount.mul(part).div(whole)`: the share of `amount` that `part` of `whole` is, rounded to the
- * precision as that division rounds it. decimal.js divides by a one-limb integer in a short loop
- * and by anything else in a long division, which costs twice the time and far more garbage; a
- * lot's quantity (a fill less its fee) has few significant digits, so it is shifted by a power
- * of ten to such an integer first, and `part` by the same power. The quotient is the same
- * number, so it rounds the same.
- */
-export const proRata = (amount: Decimal, part: Decimal, whole: Decimal): Decimal => {
-  const digits = whole.sd()
-  if (digits > ONE_LIMB_DIGITS) return amount.mul(part).div(whole)
-  const shift = tenToThe(digits - 1 - whole.e)
-  return amount.mul(part.mul(shift)).div(whole.mul(shift))
-}
 
 const checkStep = (step: Decimal): void => {
   if (!step.isFinite() || sign(step) <= 0) throw new InvalidDecimal(step.toString(), "a tick or step size must be positive")

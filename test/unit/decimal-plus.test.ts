@@ -1,12 +1,11 @@
 /**
- * The shortcuts of the exact arithmetic the metrics use (Decimal.ts) must give the very decimals
- * decimal.js's own operations give: `proRata` divides by a lot's quantity shifted to a one-limb
- * integer, and `plus` skips the copy when adding zero changes nothing. Amounts of every size up
- * to the 64 digits of a division, and past them (a decimal parsed from a longer string), are drawn.
+ * `plus` (Decimal.ts) skips the copy when adding zero changes nothing, and must still give the
+ * very decimal decimal.js's own sum gives. Amounts of every size up to the 64 digits of a
+ * division, and past them (a decimal parsed from a longer string), are drawn.
  */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { Decimal, plus, proRata, ZERO } from "../../src/domain/Decimal.js"
+import { Decimal, plus, ZERO } from "../../src/domain/Decimal.js"
 
 /** A positive decimal of up to `digits` significant digits, its point anywhere from `minScale` to `maxScale` places. */
 const decimal = (digits: number, minScale: number, maxScale: number) =>
@@ -16,27 +15,6 @@ const decimal = (digits: number, minScale: number, maxScale: number) =>
 
 /** What a lot costs: a fill's quote amount, or what is left of one after a division (all 64 digits). */
 const cost = fc.oneof(decimal(12, 0, 8), decimal(12, 0, 8).map((c) => c.mul(7).div(3)))
-
-/** A lot's quantity: few digits (a fill less its fee) or more than one limb holds. */
-const quantity = fc.oneof(decimal(7, -3, 12), decimal(12, 0, 16))
-
-describe("proRata", () => {
-  it("is amount × part / whole as decimal.js works it out, digit for digit", () => {
-    fc.assert(
-      fc.property(cost, quantity, quantity, (amount, part, whole) => {
-        const expected = amount.mul(part).div(whole)
-        const got = proRata(amount, part, whole)
-        expect(got.toFixed()).toBe(expected.toFixed())
-      }),
-      { numRuns: 5000 }
-    )
-  })
-
-  it("gives a backtest's partial lot its 64-digit share", () => {
-    const taken = proRata(new Decimal("999.8835006"), new Decimal("0.01651"), new Decimal("0.01651347"))
-    expect(taken.toFixed()).toBe("999.6733935935935935935935935935935935935935935935935935935935936")
-  })
-})
 
 describe("plus", () => {
   it("adding zero answers the amount itself when nothing rounds, and decimal.js's rounded sum otherwise", () => {
