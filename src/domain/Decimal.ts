@@ -209,14 +209,18 @@ export const min = (a: Decimal, b: Decimal): Decimal => (compare(b, a) < 0 ? b :
 /**
  * Whether decimal.js's `amount.plus(other)` is `amount` itself: with `other` zero it answers a
  * copy of `amount` rounded to the precision, which is the same value when its significant digits
- * fit the precision. An asset with nothing locked is the common case; the limbs (7 digits each)
- * answer most cases, the digits themselves the rest.
+ * fit the precision. The limbs (7 digits each) answer most cases, the digits themselves the rest.
  */
 const unchangedBy = (amount: Decimal, other: Decimal): boolean =>
   sign(other) === 0 && amount.isFinite() && sign(amount) !== 0 && (amount.d.length * 7 <= Decimal.precision || amount.sd() <= Decimal.precision)
 
-/** `amount.plus(other)`, answering `amount` itself when that is the sum (no copy to allocate). */
-export const plus = (amount: Decimal, other: Decimal): Decimal => (unchangedBy(amount, other) ? amount : amount.plus(other))
+/**
+ * `amount.plus(other)`, answering `amount` itself, or `other` added to zero, when that is the sum
+ * (no copy to allocate): a fresh order's filled quantity starts at zero, and an asset at rest has
+ * nothing locked.
+ */
+export const plus = (amount: Decimal, other: Decimal): Decimal =>
+  unchangedBy(amount, other) ? amount : unchangedBy(other, amount) ? other : amount.plus(other)
 
 const checkStep = (step: Decimal): void => {
   if (!step.isFinite() || sign(step) <= 0) throw new InvalidDecimal(step.toString(), "a tick or step size must be positive")

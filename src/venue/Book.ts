@@ -27,11 +27,25 @@ export interface BookShape {
 /** Levels on each side of the synthetic book. */
 export const BOOK_LEVELS = 20
 
+/**
+ * The last spacing each tick size was multiplied out for: the price moves far less than a basis
+ * point between most orders, so the count of ticks repeats, and its product need not be made again.
+ */
+const lastSpacing = new WeakMap<Decimal, { readonly ticks: number; readonly spacing: Decimal }>()
+
 /** Distance between levels: one basis point of the price, at least one tick. */
 export const levelSpacing = (shape: BookShape, price: Decimal): Decimal => {
   const ticks = estimatedSteps((toFloat(price) * 1e-4) / toFloat(shape.tickSize), "up")
-  const spacing = ticks === undefined ? quantize(price.mul(ONE_BPS), shape.tickSize, "ceil") : stepsOf(ticks, shape.tickSize)
-  return spacing.isZero() ? shape.tickSize : spacing
+  if (ticks === undefined) {
+    const spacing = quantize(price.mul(ONE_BPS), shape.tickSize, "ceil")
+    return spacing.isZero() ? shape.tickSize : spacing
+  }
+  if (ticks === 0) return shape.tickSize
+  const last = lastSpacing.get(shape.tickSize)
+  if (last !== undefined && last.ticks === ticks) return last.spacing
+  const spacing = stepsOf(ticks, shape.tickSize)
+  lastSpacing.set(shape.tickSize, { ticks, spacing })
+  return spacing
 }
 
 /**

@@ -21,7 +21,7 @@
  *   than `terminalMs`, or once the account has `terminalCount` newer ones; reads then
  *   answer as for an id never given out. Without one everything is kept.
  */
-import { compact, compare, Decimal, divideDown, min, ZERO } from "../domain/Decimal.js"
+import { compact, compare, Decimal, divideDown, min, plus, ZERO } from "../domain/Decimal.js"
 import { RejectCode, type Liquidity, type OrderKind, type Side } from "../svc/Dialect.js"
 import { BOOK_LEVELS, BookSide, levelSpacing } from "./Book.js"
 import { Fifo } from "./Fifo.js"
@@ -443,8 +443,8 @@ export class MatchingEngine {
     }
     // The first fill's price is its exact average; a later fill leaves the average to be worked out on read.
     order.avgPrice = order.filledBaseQty.isZero() ? price : null
-    order.filledBaseQty = order.filledBaseQty.add(baseQty)
-    order.filledQuoteQty = order.filledQuoteQty.add(quoteQty)
+    order.filledBaseQty = plus(order.filledBaseQty, baseQty)
+    order.filledQuoteQty = plus(order.filledQuoteQty, quoteQty)
     order.updatedAt = nowMs
     if (order.baseQty !== null && compare(order.filledBaseQty, order.baseQty) === 0) {
       order.kind = "fill"

@@ -1,6 +1,6 @@
 /**
- * `plus` (Decimal.ts) skips the copy when adding zero changes nothing, and must still give the
- * very decimal decimal.js's own sum gives. Amounts of every size up to the 64 digits of a
+ * `plus` (Decimal.ts) skips the copy when adding zero, on either side, changes nothing, and must
+ * still give the very decimal decimal.js's own sum gives. Amounts of every size up to the 64 digits of a
  * division, and past them (a decimal parsed from a longer string), are drawn.
  */
 import fc from "fast-check"
@@ -23,8 +23,20 @@ describe("plus", () => {
         const got = plus(amount, ZERO)
         expect(got.toFixed()).toBe(amount.plus(ZERO).toFixed())
         if (amount.sd() <= Decimal.precision) expect(got).toBe(amount)
+        const toZero = plus(ZERO, amount)
+        expect(toZero.toFixed()).toBe(ZERO.plus(amount).toFixed())
+        if (amount.sd() <= Decimal.precision) expect(toZero).toBe(amount)
       }),
       { numRuns: 3000 }
+    )
+  })
+
+  it("adds two amounts neither of which is zero as decimal.js does", () => {
+    fc.assert(
+      fc.property(fc.oneof(decimal(20, 0, 10), cost, decimal(70, 0, 40)), fc.oneof(decimal(20, 0, 10), cost), (amount, other) => {
+        expect(plus(amount, other).toFixed()).toBe(amount.plus(other).toFixed())
+      }),
+      { numRuns: 2000 }
     )
   })
 
