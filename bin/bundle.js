@@ -15,7 +15,7 @@
 //   better-sqlite3 is native, pino and tsx start threads of their own from their files.
 import { createHash } from "node:crypto"
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
-import { join, relative, sep } from "node:path"
+import { join, relative } from "node:path"
 import { pathToFileURL } from "node:url"
 
 /** The folders the bundle is made from; migrations/ is copied beside it as the image does. */
@@ -87,18 +87,20 @@ const locationPlugin = (root, finalDir) => ({
 
 /**
  * Keeps every package but @effect/* out of the bundle (see the header). A package that resolves
- * to a copy nested under another package (platform-node's own undici) is bundled instead: the
- * bare name would reach the top-level copy from the bundle's folder.
+ * to another copy than the bare name reaches from the checkout (platform-node's own undici) is
+ * bundled instead: from the bundle's folder the bare name would reach the top-level copy. Both
+ * are resolved rather than the path read for a nested node_modules, because a checkout whose
+ * packages are symlinks (a git worktree sharing another's node_modules) resolves to real paths
+ * outside its own node_modules.
  */
 const packagesPlugin = (root) => ({
   name: "svcbot-packages",
   setup(build) {
-    const topLevel = join(root, "node_modules") + sep
     build.onResolve({ filter: /^[^./]/ }, async (args) => {
       if (args.path.startsWith("@effect/") || args.pluginData === "resolving") return undefined
       const resolved = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: "resolving" })
-      const nested = resolved.path.startsWith(topLevel) && resolved.path.slice(topLevel.length).includes(`${sep}node_modules${sep}`)
-      return nested ? { path: resolved.path } : { path: args.path, external: true }
+      const fromRoot = await build.resolve(args.path, { kind: args.kind, resolveDir: root, pluginData: "resolving" })
+      return resolved.path === fromRoot.path ? { path: args.path, external: true } : { path: resolved.path }
     })
   }
 })
