@@ -32,7 +32,7 @@ import { supervised } from "./Supervised.js"
 import { type EngineOptions, EngineSettings, resolveSettings } from "./Settings.js"
 import { Tracker } from "./Tracker.js"
 import { isRefusedAnswer, logRequestFailed } from "../svc/Errors.js"
-import type { SvcClient } from "../svc/SvcClient.js"
+import { SvcClient } from "../svc/SvcClient.js"
 import type { Balance } from "../strategy/Strategy.js"
 import { waitOutTransients } from "../svc/Transients.js"
 
@@ -93,6 +93,7 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
     const tracker = yield* Tracker
     const reconcile = yield* Reconcile
     const fillSync = yield* FillSync
+    const client = yield* SvcClient
     const settings = yield* EngineSettings
     const { storage } = yield* Database
 
@@ -106,9 +107,10 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
     /**
      * The graceful stop, within `stopWithinMs` whatever the venue does. Placements not sent yet
      * are withdrawn and the background loops end, so that the stop's own requests have the rate
-     * budget to themselves. Lost placements are looked for until 40 % of it has passed (so that
-     * cancel-on-stop reaches one that rests on the book), cancels are sent (never held back by
-     * the budget) and followed until 80 %, and the final fill sync has the rest. What could not
+     * budget to themselves, the reserve that fill syncs leave for trading work included. Lost
+     * placements are looked for until 40 % of it has passed (so that cancel-on-stop reaches one
+     * that rests on the book), cancels are sent (never held back by the budget) and followed
+     * until 80 %, and the final fill sync has the rest. What could not
      * be done in time is said in one line, `engine.stop-incomplete`, and left to the next start.
      * On a storage that refuses writes the stop works from memory: cancels go out for the orders
      * the engine knows, and what could not be written is counted (`notRecorded`).
@@ -123,6 +125,8 @@ export class EngineStop extends Effect.Service<EngineStop>()("svcbot/EngineStop"
       yield* journal.endWaits
       yield* execution.stopPlacements("the engine is stopping")
       yield* FiberSet.clear(background)
+      // No placement, poll or reconcile but the stop's own comes now: a fill sync held back for them would be held for no one.
+      yield* client.releaseReserve
       yield* execution.awaitSends.pipe(until(by(0.4)))
       // A placement whose answer was lost may rest on the book: find it (within the absence window)
       // so that the journal knows it and cancel-on-stop reaches it.

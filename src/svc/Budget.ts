@@ -171,6 +171,12 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
       const settle = (ticket: Ticket, outcome: Outcome): Effect.Effect<void> =>
         Effect.clockWith((local) => settleAt(ticket, outcome, local.unsafeCurrentTimeMillis()))
 
+      /** The engine stops: fills and market data may use the reserve from now on (Governor.releaseReserve); waiters decide again. */
+      const releaseReserve: Effect.Effect<void> = Effect.sync(() => {
+        governor.releaseReserve()
+        notify()
+      })
+
       const snapshot: Effect.Effect<BudgetSnapshot> = Effect.map(serverNow, (now) => governor.snapshot(now))
       const keyHealth: Effect.Effect<KeyHealth> = Effect.map(serverNow, (now) => governor.keyHealth(now))
 
@@ -183,6 +189,7 @@ export class Budget extends Effect.Service<Budget>()("svcbot/Budget", {
         placementTurn,
         settle,
         settleAt,
+        releaseReserve,
         snapshot,
         keyHealth,
         /** The learned per-endpoint weights, for `doctor` and the status line. */

@@ -12,9 +12,10 @@
  *
  * Requests are admitted by priority (cancel > place > status > reconcile > fills >
  * market data); fills and market data stop short of the limit by a reserve kept for
- * the others. Cancels are never held back by budgets. A 429 RATE_LIMITED holds its
- * bucket for Retry-After; any other 429 (failed-authentication block) stops all key
- * traffic; API_KEY_INVALID opens a circuit that lets one probe through per interval.
+ * the others, until the engine's stop releases it (no other work follows then).
+ * Cancels are never held back by budgets. A 429 RATE_LIMITED holds its bucket for
+ * Retry-After; any other 429 (failed-authentication block) stops all key traffic;
+ * API_KEY_INVALID opens a circuit that lets one probe through per interval.
  *
  * All times are on the server's clock (ServerClock), because the server counts in
  * fixed windows of its own clock. Everything here is synchronous and clock-free: the
@@ -275,6 +276,8 @@ export interface AdmissionState {
   readonly probing: boolean
   /** Requests waiting on the weight budget, per priority rank. */
   readonly waitingByRank: ReadonlyArray<number>
+  /** Whether fills and market data still leave the reserve free: until the engine stops, when nothing follows its last reads. */
+  readonly reserveKept: boolean
 }
 
 /** The weight a request to `endpoint` is expected to cost. */
@@ -314,7 +317,7 @@ export const decideAdmission = (state: AdmissionState, demand: Demand, now: numb
   for (let higher = 0; higher < rank; higher++) {
     if (state.waitingByRank[higher]! > 0) return { _tag: "Wait", untilMs: nextWindowAt, reason: "priority" }
   }
-  const cap = rank >= Priority.fills ? Math.floor((state.weight.limit * (100 - state.options.reservePct)) / 100) : state.weight.limit
+  const cap = rank >= Priority.fills && state.reserveKept ? Math.floor((state.weight.limit * (100 - state.options.reservePct)) / 100) : state.weight.limit
   const known = state.weight.usedIn(window)
   // A request heavier than a whole window's allowance still goes out when nothing else is counted, rather than wait forever.
   // While a request of guessed weight is in flight, half the allowance stays free for what it may really cost.
@@ -368,6 +371,7 @@ export class Governor implements AdmissionState {
   private failingSinceMs: number | undefined
   private lastFailure: string | undefined
   readonly waitingByRank: Array<number> = [0, 0, 0, 0, 0, 0]
+  reserveKept = true
   waits = 0
   rateLimited = 0
 
@@ -423,6 +427,14 @@ export class Governor implements AdmissionState {
     this.weight.rebase()
     this.orders10s.rebase()
     this.orders1d.rebase()
+  }
+
+  /**
+   * The engine stops: its placements are withdrawn and its loops ended, so the reserve is kept for
+   * no one, and the stop's own reads (its last fill sync) may use the whole limit, as the venue allows.
+   */
+  releaseReserve(): void {
+    this.reserveKept = false
   }
 
   /** A waiter on the weight budget makes lower priorities wait behind it. */

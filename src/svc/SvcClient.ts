@@ -535,6 +535,8 @@ export class SvcClient extends Effect.Service<SvcClient>()("svcbot/SvcClient", {
             )
           ),
         budgetSnapshot: budget.snapshot,
+        /** The engine stops: fills and market data may use the budget's reserve, kept for work that no longer follows. */
+        releaseReserve: budget.releaseReserve,
         /** Whether the key works and the venue answers, as the last answers showed (for health). */
         keyHealth: budget.keyHealth,
         /** The endpoint weights learned so far, to hand to the next run (`BudgetOptions.learnedWeights`). */

@@ -18,6 +18,7 @@ import { Database } from "../../src/store/Database.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal, type OrderRow } from "../../src/store/OrderJournal.js"
 import { defaultDialect } from "../../src/svc/Dialect.js"
+import type { BudgetOptions } from "../../src/svc/Governor.js"
 import { SvcClient } from "../../src/svc/SvcClient.js"
 import { type StartVenueOptions, startVenue } from "../support/venue.js"
 
@@ -45,13 +46,15 @@ export const tempDbPath = (): { readonly path: string; readonly cleanup: () => v
   return { path: join(dir, "svcbot.sqlite"), cleanup: () => rmSync(dir, { recursive: true, force: true }) }
 }
 
-export const clientLayer = (venue: VenueKey, requestTimeoutMs = 2000) =>
+/** `budget` for a venue whose weight window is not the default minute: the governor counts in the venue's windows. */
+export const clientLayer = (venue: VenueKey, requestTimeoutMs = 2000, budget?: Partial<BudgetOptions>) =>
   SvcClient.layerWith({
     baseUrl: venue.url,
     apiKey: Redacted.make(venue.keyId),
     apiSecret: Redacted.make(venue.secret),
     dialect: defaultDialect,
-    requestTimeoutMs
+    requestTimeoutMs,
+    ...(budget === undefined ? {} : { budget })
   })
 
 /** Fast settings for loopback tests: short settle and absence windows, quick polls. */
@@ -76,10 +79,10 @@ export const fillSyncLayer = (venue: VenueKey, dbPath: string, maxPagesPerPass =
 export type EngineServices = Engine | OrderJournal | FillLedger | SvcClient
 
 /** Starts the engine (its startup reconcile runs here); dispose() shuts it down gracefully. */
-export const startEngine = async (venue: VenueKey, options: EngineOptions, log = new CapturedLog(), requestTimeoutMs = 2000) => {
+export const startEngine = async (venue: VenueKey, options: EngineOptions, log = new CapturedLog(), requestTimeoutMs = 2000, budget?: Partial<BudgetOptions>) => {
   const runtime = ManagedRuntime.make(
     engineLayer(options).pipe(
-      Layer.provideMerge(clientLayer(venue, requestTimeoutMs)),
+      Layer.provideMerge(clientLayer(venue, requestTimeoutMs, budget)),
       Layer.provide(Logger.layer({ destination: log.stream, level: "debug" }))
     )
   )

@@ -4,6 +4,8 @@
  * the rest of its (day-long) weight window: the stop withdraws what it had not sent, cannot
  * confirm its cancels or sync the last fill, and says so in `engine.stop-incomplete`. Once the
  * budget is back, the next start and stop finish that work: nothing lost, nothing sent twice.
+ * With the budget used past the reserve that fill syncs leave for trading work, but not used up,
+ * the stop's last fill sync goes: no trading work follows it for the reserve to be kept for.
  * And the stop on a database that refuses writes while a placement's mark waits for it: the
  * wait ends, the placement is never sent, and the stop finishes.
  */
@@ -13,9 +15,11 @@ import { afterEach, describe, expect, it } from "vitest"
 import { Decimal } from "../../src/domain/Decimal.js"
 import type { PlaceIntent } from "../../src/domain/Intent.js"
 import { Engine } from "../../src/engine/Engine.js"
+import { defaultDialect } from "../../src/svc/Dialect.js"
 import { STOPPING } from "../../src/engine/AccountBlock.js"
 import { FillLedger } from "../../src/store/FillLedger.js"
 import { OrderJournal } from "../../src/store/OrderJournal.js"
+import { SvcClient } from "../../src/svc/SvcClient.js"
 import { fillUp, mountTmpfs } from "../support/tmpfs.js"
 import { startVenue, type TestVenue } from "../support/venue.js"
 import { CapturedLog, eventually, startEngine, tempDbPath, testOptions } from "./engine-harness.js"
@@ -100,6 +104,43 @@ describe("the graceful stop on a used-up rate budget", () => {
     const ledger = await second.run(Effect.map(Effect.flatMap(FillLedger, (l) => l.all), (fills) => fills.map((f) => f.fillId).sort()))
     expect(ledger).toEqual(await venueFillIds(venue))
   }, 60_000)
+
+  it("syncs the last fills with the budget used past the reserve that fill syncs leave for trading work", async () => {
+    // A day-long window, the governor's the same: the budget counted below stays counted while the test runs.
+    const window = { weightWindowMs: 86_400_000 }
+    const limit = 100
+    const venue = await startVenue({ settleMs: 0, limits: { weightPerMinute: limit, ...window } })
+    cleanups.push(() => venue.close())
+    await venue.admin("POST", "/_venue/tape", { symbol: "BTCUSDT", price: "60000" })
+    const db = tempDbPath()
+    cleanups.push(db.cleanup)
+    // Loops that wait their interval ask nothing: only the requests of this test count on the key.
+    const quiet = { intervalMs: 600_000 }
+    const options = testOptions(db.path, { cancelOnStop: true, stopWithinMs: 3000, reconcile: quiet, fillSync: quiet })
+    const engine = await startEngine(venue, options, new CapturedLog(), 2000, window)
+    cleanups.push(() => engine.runtime.dispose())
+    const { paths, budgetHeaders } = defaultDialect
+    const used = (answer: { readonly headers: Record<string, unknown> }) => Number(answer.headers[budgetHeaders.usedWeight1m.toLowerCase()])
+
+    // A fill the engine has not read: someone traded on the account from the website.
+    const bought = await venue.signed("POST", paths.marketOrder, { symbol: "BTCUSDT", side: "buy", quoteOrderQty: 100, maxSlippageBps: 100 })
+    expect(bought.status, bought.text).toBe(202)
+    await expect.poll(() => venueFillIds(venue), { timeout: 10_000 }).toHaveLength(1)
+    // The key's weight spent up to where the engine's reconcile pass (open orders 2, wallet 1) leaves
+    // room for exactly one fills page (5): past the reserve of 10 %, inside the limit.
+    for (let answer = await venue.signed("GET", paths.walletsSpot); used(answer) < limit - 5 - 3; answer = await venue.signed("GET", paths.walletsSpot)) {
+      expect(answer.status, answer.text).toBe(200)
+    }
+    // The engine reads the count from the pass's answers.
+    await engine.run(Effect.flatMap(Engine, (e) => e.reconcileNow))
+    expect((await engine.run(Effect.flatMap(SvcClient, (c) => c.budgetSnapshot))).usedWeight1m).toBe(limit - 5)
+
+    const report = await engine.run(Effect.flatMap(Engine, (e) => e.stop))
+    expect(report).toMatchObject({ fillsSynced: true, left: false })
+    expect(engine.log.events("engine.stopped")).toHaveLength(1)
+    const ledger = await engine.run(Effect.map(Effect.flatMap(FillLedger, (l) => l.all), (fills) => fills.map((f) => f.fillId).sort()))
+    expect(ledger).toEqual(await venueFillIds(venue))
+  }, 30_000)
 
   it("ends a mark that waits for a failing storage and finishes: the placement stays unsent, the venue never sees it", async (context) => {
     // The database on a volume of its own, filled up below: every writer of the file is refused, as on a real fault.

@@ -1,7 +1,7 @@
 /**
  * The budget's admission as DESIGN.md states it, held over any state of the books: cancels are
  * never held back by budgets, priorities go in order, fills and market data leave the reserve
- * free, placements stay inside the order budgets, a held bucket and an auth block stop what
+ * free until the engine stops, placements stay inside the order budgets, a held bucket and an auth block stop what
  * they cover, and deciding changes nothing.
  */
 import fc from "fast-check"
@@ -52,7 +52,8 @@ const arbState: fc.Arbitrary<AdmissionState> = fc
     blockedUntil: fc.option(fc.integer({ min: NOW - 60_000, max: NOW + 60_000 }), { nil: 0, freq: 2 }),
     circuitOpenUntil: arbUntil,
     probing: fc.boolean(),
-    waitingByRank: fc.array(fc.constantFrom(0, 0, 0, 1), { minLength: 6, maxLength: 6 })
+    waitingByRank: fc.array(fc.constantFrom(0, 0, 0, 1), { minLength: 6, maxLength: 6 }),
+    reserveKept: fc.boolean()
   })
   .map((a) => {
     const learned = new Map(a.learned)
@@ -90,7 +91,8 @@ const arbState: fc.Arbitrary<AdmissionState> = fc
       blockedUntil: a.blockedUntil,
       circuitOpenUntil: a.circuitOpenUntil,
       probing: a.probing,
-      waitingByRank: a.waitingByRank
+      waitingByRank: a.waitingByRank,
+      reserveKept: a.reserveKept
     } satisfies AdmissionState
   })
 
@@ -157,13 +159,13 @@ describe("the budget's admission", () => {
     })
   })
 
-  it("property: an admitted request fits under the weight limit, less the reserve for fills and market data, unless nothing else is counted", () => {
+  it("property: an admitted request fits under the weight limit, less the reserve for fills and market data until the engine stops, unless nothing else is counted", () => {
     property((state, demand, admission) => {
       const limit = state.weight.limit
       if (admission._tag !== "Admit" || demand.priority === "cancel" || limit === undefined) return
       const counted = usedNow(state) + state.inFlightWeight
       if (counted === 0) return
-      const cap = Priority[demand.priority] >= Priority.fills ? (limit * (100 - state.options.reservePct)) / 100 : limit
+      const cap = Priority[demand.priority] >= Priority.fills && state.reserveKept ? (limit * (100 - state.options.reservePct)) / 100 : limit
       expect(counted + admission.weight).toBeLessThanOrEqual(cap)
       // A guessed weight may be too low: it goes only while half the allowance stays free.
       if (!state.learned.has(demand.endpoint)) expect(counted + admission.weight).toBeLessThanOrEqual(cap / 2)
@@ -178,6 +180,14 @@ describe("the budget's admission", () => {
       const orders1d = state.orders1d.usedIn(state.orders1d.bindingWindow(NOW, state.options.windowGuardMs))
       if (state.orders10s.limit !== undefined) expect(orders10s + state.inFlightOrders + 1).toBeLessThanOrEqual(state.orders10s.limit)
       if (state.orders1d.limit !== undefined) expect(orders1d + state.inFlightOrders + 1).toBeLessThanOrEqual(state.orders1d.limit)
+    })
+  })
+
+  it("property: once the engine stops, fills and market data wait on the weight only when the whole limit holds no room, as any read does", () => {
+    property((state, demand, admission) => {
+      if (state.reserveKept || Priority[demand.priority] < Priority.fills) return
+      const asReconcile = decideAdmission(state, { ...demand, priority: "reconcile" }, NOW)
+      if (admission._tag === "Wait" && admission.reason === "weight") expect(asReconcile).toMatchObject({ _tag: "Wait", reason: "weight" })
     })
   })
 
