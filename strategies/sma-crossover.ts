@@ -10,7 +10,7 @@
  * O(1) in place, and Decimal math happens only on a crossing.
  */
 import { Schema } from "effect"
-import { Decimal, min, sign, toFloat, ZERO } from "../src/domain/Decimal.js"
+import { compare, Decimal, min, sign, toFloat, ZERO } from "../src/domain/Decimal.js"
 import type { Intent } from "../src/domain/Intent.js"
 import { smaPush, smaReady, smaValue, smaWindow, SmaWindowState, type SmaWindow } from "../src/strategy/indicators.js"
 import { cancelOrder, FreeFunds, isCancellable, limitOrder, marketBuy, marketSell, positionChange, qtyForQuote, shiftBps, tradingPair } from "../src/strategy/orders.js"
@@ -83,7 +83,7 @@ const nextTag = (state: State, kind: "entry" | "exit"): string => `sma-${kind}-$
 
 const enter = (state: State, close: Decimal, view: View): HandlerResult<State> => {
   const rules = tradingPair(view, view.symbol)
-  if (rules === undefined || state.entryTag !== null || state.exitTag !== null || state.position.gte(rules.minBaseQty)) return result(state)
+  if (rules === undefined || state.entryTag !== null || state.exitTag !== null || compare(state.position, rules.minBaseQty) >= 0) return result(state)
   const funds = new FreeFunds(view)
   const quote = min(view.params.quoteQty, funds.available(rules.quote))
   const tag = nextTag(state, "entry")

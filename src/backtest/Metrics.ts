@@ -146,15 +146,16 @@ export const closedTradePnls = (input: MetricsInput): ReadonlyArray<Decimal> => 
 const periodReturn = (previous: number, next: number): number => (previous === 0 ? 0 : next / previous - 1)
 
 /** Marks per call of `addDeviations`. */
-const DEVIATION_CHUNK = 8192
+const DEVIATION_CHUNK = 1024
 
 /**
  * Adds the returns of marks `from` to `to` to `sums`: [squared deviations from `mean`, squared
  * downside returns, the mark before `from`, which becomes the mark before `to`]. Called once per
  * chunk of marks rather than looping over all of them: a loop run once per run is compiled in the
  * middle of the loop and thrown away when the code after it runs, at every run, while a function
- * called a hundred times per run is compiled once and kept. The sums are the same, added in the
- * same order.
+ * called a thousand times per run is compiled once and kept. A chunk short enough that the first
+ * call ends before the loop is compiled matters: compiled in the middle of its loop, the function
+ * was thrown away at the end of every call. The sums are the same, added in the same order.
  */
 const addDeviations = (marks: Float64Array, from: number, to: number, mean: number, sums: Float64Array): void => {
   let squares = sums[0]!

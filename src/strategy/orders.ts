@@ -71,7 +71,7 @@ const lockFor = (side: Side, baseQty: Decimal, price: Decimal, rules: PairRules)
 export const limitOrder = (request: LimitRequest, rules: PairRules, funds: FreeFunds): LimitIntent | undefined => {
   const limitPrice = roundPrice(request.limitPrice, request.side, rules)
   const baseQty = roundQty(request.baseQty, rules)
-  if (limitPrice.lte(0) || !meetsMinimums(rules, baseQty, limitPrice)) return undefined
+  if (sign(limitPrice) <= 0 || !meetsMinimums(rules, baseQty, limitPrice)) return undefined
   const lock = lockFor(request.side, baseQty, limitPrice, rules)
   if (!funds.take(lock.asset, lock.amount)) return undefined
   return { type: "limit", tag: request.tag, symbol: rules.symbol, side: request.side, baseQty, limitPrice }
@@ -86,7 +86,7 @@ export const stopLimitOrder = (request: StopLimitRequest, rules: PairRules, fund
   // The stop is a trigger, not a price paid: it rounds toward the limit so the limit stays reachable once triggered.
   const stopPrice = quantize(request.stopPrice, rules.tickSize, request.side === "sell" ? "ceil" : "floor")
   const baseQty = roundQty(request.baseQty, rules)
-  if (limitPrice.lte(0) || stopPrice.lte(0) || !meetsMinimums(rules, baseQty, limitPrice)) return undefined
+  if (sign(limitPrice) <= 0 || sign(stopPrice) <= 0 || !meetsMinimums(rules, baseQty, limitPrice)) return undefined
   const lock = lockFor(request.side, baseQty, limitPrice, rules)
   if (!funds.take(lock.asset, lock.amount)) return undefined
   return { type: "stop-limit", tag: request.tag, symbol: rules.symbol, side: request.side, baseQty, limitPrice, stopPrice }
@@ -99,7 +99,8 @@ export const marketBuy = (
   funds: FreeFunds
 ): MarketIntent | undefined => {
   const quoteOrderQty = request.quoteOrderQty
-  if (quoteOrderQty.lte(0) || quoteOrderQty.lt(rules.minNotional)) return undefined
+  // `sign` and `compare`, not `lte(0)` and `lt`: decimal.js copies (and parses) what it compares with, at every entry.
+  if (sign(quoteOrderQty) <= 0 || compare(quoteOrderQty, rules.minNotional) < 0) return undefined
   if (!funds.take(rules.quote, quoteOrderQty)) return undefined
   return { type: "market", tag: request.tag, symbol: rules.symbol, side: "buy", quoteOrderQty, maxSlippageBps: request.maxSlippageBps }
 }
